@@ -1,0 +1,42 @@
+# Both targets are self-sufficient on a fresh machine: they create .venv if it is missing and install into it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO := benchmarks/snapshots/demo.json
+HOST ?= 127.0.0.1
+PORT ?= 8888
+
+.PHONY: run test lint typecheck layers unit clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(BIN)/grove-extender snapshot inspect $(DEMO)
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+
+layers: $(VENV)/.installed-test
+	$(BIN)/lint-imports
+
+unit: $(VENV)/.installed-test
+	$(BIN)/pytest
+
+test: lint typecheck layers unit
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

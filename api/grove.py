@@ -1,0 +1,213 @@
+"""Grove's custom resources, with Grove's own field names.
+
+Unknown fields are kept (``extra="allow"``) so an object read from the API server or a snapshot is written back
+unchanged: the reconciler patches objects other controllers also touch, and a dropped field there is data loss.
+Field names are camelCase exactly as in Grove's CRDs (``podgroups`` is lower-case there, too).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "GANG_GATE",
+    "GROVE_GROUP",
+    "LABEL_PODGANG",
+    "SCHEDULER_GROUP",
+    "ClusterTopologyBinding",
+    "GroveMeta",
+    "NamespacedName",
+    "PackConstraint",
+    "PodCliqueScalingGroupConfig",
+    "PodCliqueSet",
+    "PodCliqueTemplate",
+    "PodGang",
+    "PodGangCondition",
+    "PodGangSpec",
+    "PodGangStatus",
+    "PodGroup",
+    "TopologyConstraint",
+    "TopologyConstraintGroupConfig",
+    "TopologyLevel",
+]
+
+SCHEDULER_GROUP = "scheduler.grove.io"
+GROVE_GROUP = "grove.io"
+LABEL_PODGANG = "grove.io/podgang"
+GANG_GATE = "grove.io/podgang-pending-creation"
+
+
+class _Kept(BaseModel):
+    """Base of every Grove model: unknown keys survive a parse/serialise round trip."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The object as the API server would print it: unset optionals are left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class GroveMeta(_Kept):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generation: int | None = None
+    resourceVersion: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creationTimestamp: datetime | None = None
+    deletionTimestamp: datetime | None = None
+    ownerReferences: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class NamespacedName(_Kept):
+    namespace: str = ""
+    name: str
+
+
+class PackConstraint(_Kept):
+    """Values are node-label keys in a PodGang (domain names in a PodCliqueSet: see ``TopologyConstraint``)."""
+
+    required: str | None = None
+    preferred: str | None = None
+
+
+class PodGangTopologyConstraint(_Kept):
+    packConstraint: PackConstraint | None = None
+
+
+class PodGroup(_Kept):
+    name: str
+    podReferences: list[NamespacedName] = Field(default_factory=list)
+    minReplicas: int = Field(ge=0)
+    topologyConstraint: PodGangTopologyConstraint | None = None
+
+
+class TopologyConstraintGroupConfig(_Kept):
+    name: str
+    podGroupNames: list[str] = Field(default_factory=list)
+    topologyConstraint: PodGangTopologyConstraint | None = None
+
+
+class PodGangSpec(_Kept):
+    podgroups: list[PodGroup]
+    topologyConstraint: PodGangTopologyConstraint | None = None
+    topologyConstraintGroupConfigs: list[TopologyConstraintGroupConfig] = Field(default_factory=list)
+    priorityClassName: str | None = None
+    reuseReservationRef: NamespacedName | None = None
+
+
+class PodGangCondition(_Kept):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    lastTransitionTime: datetime | None = None
+    observedGeneration: int | None = None
+
+
+class PodGangStatus(_Kept):
+    phase: Literal["Pending", "Starting", "Running"] = "Pending"
+    conditions: list[PodGangCondition] = Field(default_factory=list)
+    placementScore: float | None = None
+
+
+class PodGang(_Kept):
+    apiVersion: str = f"{SCHEDULER_GROUP}/v1alpha1"
+    kind: Literal["PodGang"] = "PodGang"
+    metadata: GroveMeta
+    spec: PodGangSpec
+    status: PodGangStatus | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# --- grove.io/v1alpha1: PodCliqueSet and ClusterTopologyBinding ------------------------------------------------
+
+
+class DomainPack(_Kept):
+    """Pack by topology *domain name* (``rack``, ``block``…), resolved through a ClusterTopologyBinding."""
+
+    required: str | None = None
+    preferred: str | None = None
+
+
+class TopologyConstraint(_Kept):
+    topologyName: str | None = None
+    pack: DomainPack | None = None
+    packDomain: str | None = None  # deprecated: treated as pack.required
+
+
+class PodCliqueSpec(_Kept):
+    roleName: str = ""
+    podSpec: dict[str, Any] = Field(default_factory=dict)
+    replicas: int = 0
+    minAvailable: int | None = None
+    startsAfter: list[str] = Field(default_factory=list)
+    autoScalingConfig: dict[str, Any] | None = None
+
+
+class PodCliqueTemplate(_Kept):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    topologyConstraint: TopologyConstraint | None = None
+    spec: PodCliqueSpec
+
+
+class PodCliqueScalingGroupConfig(_Kept):
+    name: str
+    cliqueNames: list[str] = Field(default_factory=list)
+    replicas: int | None = None
+    minAvailable: int | None = None
+    scaleConfig: dict[str, Any] | None = None
+    annotations: dict[str, str] = Field(default_factory=dict)
+    topologyConstraint: TopologyConstraint | None = None
+
+
+class PodCliqueSetTemplate(_Kept):
+    cliques: list[PodCliqueTemplate] = Field(default_factory=list)
+    cliqueStartupType: str | None = None
+    priorityClassName: str | None = None
+    topologyConstraint: TopologyConstraint | None = None
+    terminationDelay: str | None = None
+    podCliqueScalingGroups: list[PodCliqueScalingGroupConfig] = Field(default_factory=list)
+
+
+class PodCliqueSetSpec(_Kept):
+    replicas: int = 0
+    template: PodCliqueSetTemplate
+
+
+class PodCliqueSet(_Kept):
+    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    kind: Literal["PodCliqueSet"] = "PodCliqueSet"
+    metadata: GroveMeta
+    spec: PodCliqueSetSpec
+    status: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class TopologyLevel(_Kept):
+    domain: str
+    key: str
+
+
+class ClusterTopologyBindingSpec(_Kept):
+    levels: list[TopologyLevel] = Field(min_length=1)
+    schedulerTopologyBindings: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ClusterTopologyBinding(_Kept):
+    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    kind: Literal["ClusterTopologyBinding"] = "ClusterTopologyBinding"
+    metadata: GroveMeta
+    spec: ClusterTopologyBindingSpec

@@ -1,0 +1,266 @@
+"""The parts of core/v1 Pod and Node a gang scheduler reads.
+
+Everything else is ignored on parse: the filter hot path must not pay for fields nobody reads, and these models
+are never written back to the API server (status writes go through Grove objects and bindings).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from api.quantity import QuantityError, parse_quantity, resource_units
+
+__all__ = [
+    "Container",
+    "Node",
+    "NodeList",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodSpec",
+    "ResourceVector",
+    "Taint",
+    "Toleration",
+]
+
+ResourceVector = dict[str, int]
+"""Resource name → integer units (millicores for ``cpu``, bytes for ``memory``, counts otherwise)."""
+
+GPU = "nvidia.com/gpu"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+def _check_quantities(value: dict[str, Any] | None) -> dict[str, Any]:
+    for name, raw in (value or {}).items():
+        try:
+            parse_quantity(raw)
+        except QuantityError as err:
+            raise ValueError(f"{name}: {err}") from None
+    return value or {}
+
+
+Quantities = Annotated[dict[str, Any], BeforeValidator(_check_quantities)]
+"""A ``{resource: quantity}`` map whose every value is checked to parse, so errors name the resource."""
+
+
+def _units(quantities: dict[str, Any]) -> ResourceVector:
+    return {name: resource_units(name, raw) for name, raw in quantities.items()}
+
+
+class OwnerReference(_Model):
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_Model):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creationTimestamp: datetime | None = None
+    deletionTimestamp: datetime | None = None
+    ownerReferences: list[OwnerReference] = Field(default_factory=list)
+
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class Toleration(_Model):
+    key: str = ""
+    operator: Literal["Exists", "Equal", ""] = ""
+    value: str = ""
+    effect: str = ""
+    tolerationSeconds: int | None = None
+
+
+class Taint(_Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodeSelectorRequirement(_Model):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(_Model):
+    matchExpressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    matchFields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class _NodeSelector(_Model):
+    nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class _NodeAffinity(_Model):
+    requiredDuringSchedulingIgnoredDuringExecution: _NodeSelector | None = None
+
+
+class _Affinity(_Model):
+    nodeAffinity: _NodeAffinity | None = None
+
+
+class _Resources(_Model):
+    requests: Quantities = Field(default_factory=dict)
+    limits: Quantities = Field(default_factory=dict)
+
+    def effective_requests(self) -> ResourceVector:
+        # The API server defaults a missing request to its limit; hand-written snapshots skip defaulting.
+        merged = {**self.limits, **self.requests}
+        return _units(merged)
+
+
+class Container(_Model):
+    name: str = ""
+    resources: _Resources = Field(default_factory=_Resources)
+    restartPolicy: str | None = None
+
+
+class _SchedulingGate(_Model):
+    name: str
+
+
+class PodSpec(_Model):
+    containers: list[Container] = Field(default_factory=list)
+    initContainers: list[Container] = Field(default_factory=list)
+    overhead: Quantities = Field(default_factory=dict)
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    affinity: _Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    schedulingGates: list[_SchedulingGate] = Field(default_factory=list)
+    nodeName: str = ""
+    schedulerName: str = ""
+    priority: int | None = None
+    priorityClassName: str = ""
+
+    @field_validator("nodeSelector", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("containers", "initContainers", "tolerations", "schedulingGates", mode="before")
+    @classmethod
+    def _none_is_empty_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    def required_node_terms(self) -> list[NodeSelectorTerm]:
+        """The OR-ed terms of required node affinity; empty when the pod has none."""
+        affinity = self.affinity.nodeAffinity if self.affinity else None
+        selector = affinity.requiredDuringSchedulingIgnoredDuringExecution if affinity else None
+        return selector.nodeSelectorTerms if selector else []
+
+
+class _PodStatus(_Model):
+    phase: str = ""
+
+
+class Pod(_Model):
+    apiVersion: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: _PodStatus = Field(default_factory=_PodStatus)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the identity used across the project."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.spec.schedulingGates)
+
+    @property
+    def terminal(self) -> bool:
+        """A pod that holds no capacity any more."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    def requests(self) -> ResourceVector:
+        """What the pod needs on a node, as kube-scheduler computes it.
+
+        Sum over app containers (plus restartable "sidecar" init containers, which keep running), against the
+        largest single init container (each runs alone, beside the sidecars started before it), plus overhead,
+        plus one ``pods`` slot.
+        """
+        total: ResourceVector = {}
+        init_peak: ResourceVector = {}
+        sidecars: ResourceVector = {}
+        for init in self.spec.initContainers:
+            need = init.resources.effective_requests()
+            if init.restartPolicy == "Always":
+                _add(sidecars, need)
+                continue
+            for name, amount in need.items():
+                init_peak[name] = max(init_peak.get(name, 0), amount + sidecars.get(name, 0))
+        for container in self.spec.containers:
+            _add(total, container.resources.effective_requests())
+        _add(total, sidecars)
+        for name, amount in init_peak.items():
+            total[name] = max(total.get(name, 0), amount)
+        _add(total, _units(self.spec.overhead))
+        total["pods"] = total.get("pods", 0) + 1
+        return {name: amount for name, amount in total.items() if amount > 0}
+
+
+def _add(into: ResourceVector, other: ResourceVector) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+class _NodeSpec(_Model):
+    unschedulable: bool = False
+    taints: list[Taint] = Field(default_factory=list)
+
+    @field_validator("taints", mode="before")
+    @classmethod
+    def _none_is_empty_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+class _NodeStatus(_Model):
+    allocatable: Quantities = Field(default_factory=dict)
+    capacity: Quantities = Field(default_factory=dict)
+
+
+class Node(_Model):
+    apiVersion: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: _NodeSpec = Field(default_factory=_NodeSpec)
+    status: _NodeStatus = Field(default_factory=_NodeStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    def allocatable(self) -> ResourceVector:
+        """Allocatable units (falls back to capacity when a hand-made node has no allocatable)."""
+        return _units(self.status.allocatable or self.status.capacity)
+
+
+class NodeList(_Model):
+    apiVersion: str = "v1"
+    kind: str = "NodeList"
+    items: list[Node] = Field(default_factory=list)
+
+    @field_validator("items", mode="before")
+    @classmethod
+    def _none_is_empty_list(cls, value: Any) -> Any:
+        return [] if value is None else value

@@ -1,0 +1,76 @@
+"""Kubernetes resource quantities, parsed the way apimachinery does.
+
+A quantity is ``<signed number><suffix>`` where the suffix is a binary SI (``Ki``..``Ei``), a decimal SI
+(``n``, ``u``, ``m``, ``k``, ``M``..``E``) or a decimal exponent (``e3``, ``E-2``). We keep exact fractions so
+``0.1`` CPU and ``100m`` compare equal, and convert to integers only at the edge, rounding up like
+kube-scheduler does (``MilliValue`` for CPU, ``Value`` for everything else).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = ["QuantityError", "parse_quantity", "resource_units"]
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_PATTERN = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+)
+
+# Resources kube-scheduler counts in thousandths; everything else is a whole count.
+_MILLI_RESOURCES = frozenset({"cpu"})
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """Return the exact value of a quantity such as ``"500m"``, ``"16Gi"``, ``"1e3"`` or ``"2k"``."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a finite quantity")
+        return Fraction(str(value))
+    text = value.strip()
+    match = _PATTERN.match(text)
+    if match is None:
+        raise QuantityError(
+            f"{value!r} is not a quantity (expected a number with an optional suffix such as 500m, 16Gi, 1e3)"
+        )
+    number = Fraction(match["num"])
+    if match["bin"]:
+        return number * _BINARY[match["bin"]]
+    if match["exp"]:
+        exponent = int(match["exp"][1:])
+        return number * Fraction(10) ** exponent
+    return number * _DECIMAL[match["dec"] or ""]
+
+
+def resource_units(resource: str, value: str | int | float) -> int:
+    """The integer amount the scheduler accounts for ``resource``: millicores for CPU, else whole units.
+
+    Rounds up, so a request never looks smaller than it is.
+    """
+    quantity = parse_quantity(value)
+    if resource in _MILLI_RESOURCES:
+        quantity *= 1000
+    return math.ceil(quantity)

@@ -1,0 +1,81 @@
+"""What the solver is asked and what it answers. Plain frozen data, no solver imports.
+
+Pods of one group are interchangeable (same template), so a group is described once: its per-pod demand, how
+many pods it has, how many are gang-guaranteed, and which nodes may take them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topology import Topology
+
+__all__ = ["ClusterView", "GangRequest", "GroupRequest", "PackScope", "Result", "SolveOptions", "Status"]
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """One PodGroup: ``pods`` are pod keys (``ns/name``); any ``min_replicas`` of them are guaranteed."""
+
+    name: str
+    pods: tuple[str, ...]
+    demand: Mapping[str, int]
+    min_replicas: int
+    eligible: frozenset[str] | None = None  # None: every node passes the pod's own predicates
+
+
+@dataclass(frozen=True)
+class PackScope:
+    """A pack constraint over some groups. Values are node-label keys: ``required`` — all pods in scope share
+    one value of that label; ``preferred`` — they should."""
+
+    groups: tuple[str, ...]
+    required: str | None = None
+    preferred: str | None = None
+
+
+@dataclass(frozen=True)
+class GangRequest:
+    namespace: str
+    name: str
+    groups: tuple[GroupRequest, ...]
+    packs: tuple[PackScope, ...] = ()
+    priority: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology."""
+
+    topology: Topology
+    free: Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    policy: str = "cpsat"
+    time_limit_seconds: float = 1.0  # well under kube-scheduler's extender httpTimeout
+    workers: int = 2
+
+
+class Status(StrEnum):
+    PLACED = "Placed"
+    INFEASIBLE = "Infeasible"
+    TIMED_OUT = "TimedOut"
+
+
+@dataclass(frozen=True)
+class Result:
+    status: Status
+    assignment: Mapping[str, str] = field(default_factory=dict)  # pod key → node
+    placement_score: float | None = None
+    objective_parts: Mapping[str, float] = field(default_factory=dict)
+    bound: float | None = None
+    solve_seconds: float = 0.0
+    reason: str = ""
