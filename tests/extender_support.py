@@ -220,7 +220,12 @@ def filter_body(p: Pod, names: Iterable[str]) -> dict[str, Any]:
 
 
 def bind_body(p: Pod, node_name: str) -> dict[str, Any]:
-    return {"PodName": p.metadata.name, "PodNamespace": p.metadata.namespace, "PodUID": p.metadata.uid, "Node": node_name}
+    return {
+        "PodName": p.metadata.name,
+        "PodNamespace": p.metadata.namespace,
+        "PodUID": p.metadata.uid,
+        "Node": node_name,
+    }
 
 
 async def filter_one(client: httpx.AsyncClient, p: Pod, names: Iterable[str]) -> dict[str, Any]:
@@ -237,3 +242,24 @@ def assert_no_overcommit(store: ClusterStore) -> None:
         allocatable = n.allocatable()
         for resource, units in used.items():
             assert units <= allocatable.get(resource, 0), f"{n.name} overcommitted on {resource}: {units}"
+
+
+class SyncClient:
+    """A blocking client over an ASGI app, one event loop per call (starlette's TestClient wants ``httpx2``)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        async def call() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self._app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://extender") as client:
+                return await client.request(method, path, **kwargs)
+
+        return asyncio.run(call())
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+    def get(self, path: str) -> httpx.Response:
+        return self.request("GET", path)

@@ -46,7 +46,9 @@ def test_members_are_pinned_to_one_planned_node_each_and_prioritize_agrees() -> 
                 assert len(reply["NodeNames"]) == 1, reply
                 assert reply["FailedNodes"] == {}
                 planned[p.key] = reply["NodeNames"][0]
-                scores = (await client.post("/prioritize", json={"Pod": p.model_dump(mode="json"), "NodeNames": NAMES})).json()
+                scores = (
+                    await client.post("/prioritize", json={"Pod": p.model_dump(mode="json"), "NodeNames": NAMES})
+                ).json()
                 assert {s["Host"]: s["Score"] for s in scores} == {n: 10 if n == planned[p.key] else 0 for n in NAMES}
             # 4 pods × 4 GPUs = 16 GPUs: exactly one whole NVLink domain, never split.
             cliques = {h.store.node(n).metadata.labels[CLIQUE] for n in planned.values()}

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from api.grove import PodGangTopologyConstraint
 from api.kube import Node, ResourceVector
 from placement.request import ClusterView, GangRequest, GroupRequest, PackScope, Result, SolveOptions, Status
-from scheduler.coordinator.eligibility import eligible_nodes
+from scheduler.cluster_view import free_capacity
 from scheduler.coordinator.members import GangMembers, GroupMembers
 from scheduler.coordinator.topology_cache import TopologyCache
+from scheduler.eligibility import eligible_nodes
 from scheduler.state.store import ClusterStore
 
 __all__ = ["PlanOutcome", "Solver", "plan_gang"]
@@ -50,14 +51,18 @@ def plan_gang(
     """
     nodes = {node.name: node for node in store.nodes()}
     topology = topologies.get(store)
-    free = _free(nodes=nodes, used=store.used_by_node(), reserved=reserved)
+    # Taken = bound pods (the store keeps the sum per node) + other gangs' reservations + our fixed members.
+    taken = store.used_by_node()
+    for node_name, units in reserved.items():
+        _add(taken.setdefault(node_name, {}), units)
     demands: dict[str, ResourceVector] = {}
     pod_groups: dict[str, str] = {}
     for group in members.groups:
         for pod in group.pods:
             pod_groups[pod.key] = group.name
             if pod.key in fixed:
-                _take(free.setdefault(fixed[pod.key], {}), store.requests_of(pod))
+                _add(taken.setdefault(fixed[pod.key], {}), store.requests_of(pod))
+    free = free_capacity(nodes.values(), (), reservations=taken)
     requests: list[GroupRequest] = []
     for group in members.groups:
         pending = [pod for pod in group.pending() if pod.key not in fixed]
@@ -66,7 +71,8 @@ def plan_gang(
         for pod in pending:
             demands[pod.key] = store.requests_of(pod)
         placed = len(group.bound()) + sum(1 for pod in group.pods if pod.key in fixed)
-        eligible = eligible_nodes(pending[0], nodes.values()) - excluded.get(group.name, frozenset())
+        passing = eligible_nodes(pending[0], nodes.values())
+        eligible = (frozenset(nodes) if passing is None else passing) - excluded.get(group.name, frozenset())
         requests.append(
             GroupRequest(
                 name=group.name,
@@ -110,21 +116,9 @@ def plan_gang(
     return PlanOutcome(result, demands, pod_groups)
 
 
-def _free(
-    *, nodes: Mapping[str, Node], used: Mapping[str, ResourceVector], reserved: Mapping[str, Mapping[str, int]]
-) -> dict[str, ResourceVector]:
-    free: dict[str, ResourceVector] = {}
-    for name, node in nodes.items():
-        vector = dict(node.allocatable())
-        _take(vector, used.get(name, {}))
-        _take(vector, reserved.get(name, {}))
-        free[name] = vector
-    return free
-
-
-def _take(vector: ResourceVector, amount: Mapping[str, int]) -> None:
+def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:
     for name, units in amount.items():
-        vector[name] = vector.get(name, 0) - units
+        vector[name] = vector.get(name, 0) + units
 
 
 def _peak(vectors: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from scheduler.cluster_view import build_topology
 from scheduler.state.store import ClusterStore
-from topology import HostSpec, Level, Topology
+from topology import Level, Topology
 
 __all__ = ["TopologyCache"]
 
@@ -23,12 +24,6 @@ class TopologyCache:
         with self._lock:
             if self._built is not None and self._built[0] == version:
                 return self._built[1]
-            topology = Topology(
-                (
-                    HostSpec(name=node.name, labels=dict(node.metadata.labels), allocatable=node.allocatable())
-                    for node in store.nodes()
-                ),
-                self._levels,
-            )
+            topology = build_topology(store.nodes(), levels=self._levels)
             self._built = (version, topology)
             return topology
