@@ -61,8 +61,14 @@ def _render(summary: dict[str, Any], console: Console) -> None:
         f"[bold]{gpus['total']}[/] GPUs, [bold]{gpus['free']}[/] free, "
         f"[bold]{summary['bound_pods']}[/] bound pods"
     )
-    console.print("levels: " + " → ".join(f"{lv['name']} ({', '.join(lv['keys'])})" for lv in summary["levels"]))
+    console.print("levels: " + " → ".join(level["name"] for level in summary["levels"]))
+    # A level with one domain (one region, one spine…) says nothing per domain: one line for all of those.
+    single = [(level, rows[0]) for level, rows in summary["domains"].items() if len(rows) == 1]
+    if single:
+        console.print("one domain: " + ", ".join(f"{level} {row['domain']}" for level, row in single))
     for level, domains in summary["domains"].items():
+        if len(domains) == 1:
+            continue
         table = Table(title=f"free GPUs per {level} domain", title_justify="left")
         table.add_column("domain")
         for column in ("nodes", "GPUs", "free"):
