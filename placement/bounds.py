@@ -81,6 +81,8 @@ def gang_bounds(problem: Problem) -> Bounds | None:
     """Bounds that know about a gang-wide ``required`` pack: every plan lies inside one domain of its key, so
     the bound is the best over those domains of the bound within each. ``None``: no domain can hold the gang."""
     scope = next((s for s in problem.required if len(s.groups) == len(problem.groups)), None)
+    if problem.guaranteed_pods == 0:
+        scope = None  # nothing must be placed, so no domain must hold anything
     if scope is None:
         whole = tier_bounds(problem)
         return None if whole is None else Bounds(whole, whole)

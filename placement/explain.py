@@ -84,6 +84,8 @@ def _group_reason(problem: Problem, index: int, have: int) -> str:
 
 
 def _scope_reason(problem: Problem, scope: Scope) -> str | None:
+    if all(problem.groups[g].min == 0 for g in scope.groups):
+        return None
     by_value: dict[str, list[str]] = {}
     for node in problem.nodes:
         if any(node in problem.groups[g].cap for g in scope.groups):

@@ -32,7 +32,7 @@ def planned(
     parts: dict[str, float] = dict(zip(tier_names(problem), map(float, values), strict=True))
     parts.update(solver or {})
     placed = any(c > 0 for c in counts.values())
-    score = placement_score(values, bounds) if placed and bounds is not None else None
+    score = placement_score(values, bounds) if (placed or status == Status.PLACED) and bounds is not None else None
     return Result(
         status=status,
         assignment=assignment_of(problem, counts),

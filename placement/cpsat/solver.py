@@ -8,6 +8,7 @@ chunks, each chunk's optimum fixed before the next, so coefficients never get la
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -95,7 +96,9 @@ def solve_model(
         value = round(solver.objective_value)
         counts = {key: solver.value(var) for key, var in mv.count.items() if solver.value(var) > 0}
         proven = status == cp_model.OPTIMAL
-        outcome = ModelOutcome("optimal" if proven else "feasible", counts, value, solver.best_objective_bound)
+        # The objective is integral, so its bound rounds up (CP-SAT reports it as a float with LP noise).
+        bound = math.ceil(solver.best_objective_bound - 1e-6)
+        outcome = ModelOutcome("optimal" if proven else "feasible", counts, value, bound)
         if not proven or remaining <= 0:
             break
         # Fix this chunk at its optimum and carry the plan as the next chunk's starting point.
