@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
     parser.add_argument("--dry-run", action="store_true", help="print the objects it would create; no cluster access")
     parser.add_argument("-f", "--filename", type=Path, help="with --dry-run: PodCliqueSet YAML/JSON (and bindings)")
-    parser.add_argument("-o", "--output", choices=("json", "yaml"), default="yaml", help="with --dry-run (default yaml)")
+    parser.add_argument(
+        "-o", "--output", choices=("json", "yaml"), default="yaml", help="with --dry-run (default yaml)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="with --dry-run: seed of the pod-name suffixes")
     parser.set_defaults(handler=_handle)
 

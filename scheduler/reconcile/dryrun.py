@@ -20,9 +20,7 @@ class DryRunRejected(ValueError):
     """The PodCliqueSet is invalid; the message lists every field and rule, one per line."""
 
 
-def dry_run(
-    objects: Iterable[KubeObject], *, scheduler_name: str = "grove", seed: int = 0
-) -> KubeObject:
+def dry_run(objects: Iterable[KubeObject], *, scheduler_name: str = "grove", seed: int = 0) -> KubeObject:
     """``objects``: PodCliqueSets, optionally with the ClusterTopologyBinding they name."""
     api = InMemoryApi()
     for obj in objects:
