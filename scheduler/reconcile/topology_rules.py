@@ -143,7 +143,7 @@ def topology_errors(pcs: PodCliqueSet, binding: ClusterTopologyBinding | None) -
         own = site.constraint.topologyName
         if own and own != name:
             errors.append(FieldError(f"{site.path}.topologyName", f"must equal the PodCliqueSet's {name!r}"))
-    if binding is None:
+    if binding is None or binding.metadata.name != name:
         errors.append(
             FieldError(f"{_TEMPLATE}.topologyConstraint.topologyName", f"ClusterTopologyBinding {name!r} not found")
         )

@@ -8,6 +8,7 @@ answers errors with a ``v1.Status`` body as kube-apiserver does. Watches stream 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
@@ -81,12 +82,14 @@ class FakeApiServer:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
-        request = Request(handler.command, url.path, query, dict(handler.headers.items()), body)
+        headers = {key.lower(): value for key, value in handler.headers.items()}  # HTTP header names are case-blind
+        request = Request(handler.command, url.path, query, headers, body)
         with self.lock:
             self.requests.append(request)
         try:
             if query.get("watch") == "true":
-                self._watch(handler, request)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client hung up: done
+                    self._watch(handler, request)
                 return
             status, payload = self._route(request)
         except ApiError as err:
@@ -128,7 +131,7 @@ class FakeApiServer:
         self, request: Request, *, kind: str, namespace: str, name: str | None, sub: str | None
     ) -> tuple[int, Any]:
         api, body, method = self.api, request.body, request.method
-        merge = request.headers.get("Content-Type") == "application/merge-patch+json"
+        merge = request.headers.get("content-type") == "application/merge-patch+json"
         if method == "GET" and name is None:
             items = self._select(kind, namespace, request.query.get("labelSelector", ""))
             version = str(max((int(o["metadata"]["resourceVersion"]) for o in api.objects.values()), default=0))
