@@ -26,6 +26,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import yaml
+from kubernetes.client import ApiClient
+
+from scheduler.kube.connect import load_api_client
 
 CORE = "v1"
 # resource path key ("<apiVersion>/<plural>") → (kind, namespaced)
@@ -387,10 +390,15 @@ class _Handler(BaseHTTPRequestHandler):
         ns, name, sub = parts.get("ns") or "", parts.get("name"), parts.get("sub")
         if name is None:
             self._collection(method, resource, ns, request)
-        elif sub is None:
-            self._item(method, resource, ns, name, request)
-        else:
-            self._subresource(method, resource, ns, name, sub, request)
+            return
+        with self.api._cond:  # held while answering, so the object cannot change under a check-then-write
+            current = self.api._state.objects.get(resource, {}).get((ns, name))
+            if current is None:
+                self._error(404, "NotFound", f'{KINDS[resource][0].lower()}s "{name}" not found')
+            elif sub is None:
+                self._item(method, resource, current, request)
+            else:
+                self._subresource(method, resource, current, sub, request)
 
     def _collection(self, method: str, resource: str, ns: str, request: Request) -> None:
         if method == "GET" and request.query.get("watch") in ("true", "1", "True"):
@@ -457,46 +465,36 @@ class _Handler(BaseHTTPRequestHandler):
             created = self.api._store(resource, body)
         self._send(201, created)
 
-    def _item(self, method: str, resource: str, ns: str, name: str, request: Request) -> None:
+    def _item(self, method: str, resource: str, current: dict[str, Any], request: Request) -> None:
         kind, _ = KINDS[resource]
-        with self.api._cond:
-            current = self.api._state.objects.get(resource, {}).get((ns, name))
-            if current is None:
-                self._error(404, "NotFound", f'{kind.lower()}s "{name}" not found')
+        ns, name = current["metadata"].get("namespace", ""), current["metadata"]["name"]
+        if method == "GET":
+            self._send(200, copy.deepcopy(current))
+        elif method == "PUT":
+            sent = (request.body.get("metadata") or {}).get("resourceVersion")
+            if sent != current["metadata"]["resourceVersion"]:
+                message = f'Operation cannot be fulfilled on {kind.lower()}s "{name}": the object has been modified'
+                self._error(409, "Conflict", message)
                 return
-            if method == "GET":
-                self._send(200, copy.deepcopy(current))
-            elif method == "PUT":
-                sent = (request.body.get("metadata") or {}).get("resourceVersion")
-                if sent != current["metadata"]["resourceVersion"]:
-                    message = f'Operation cannot be fulfilled on {kind.lower()}s "{name}": the object has been modified'
-                    self._error(409, "Conflict", message)
-                    return
-                request.body["metadata"]["namespace"] = ns
-                self._send(200, self.api._store(resource, request.body))
-            elif method == "DELETE":
-                self.api._remove(resource, ns, name)
-                self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
-            else:
-                self._error(405, "MethodNotAllowed", f"{method} {kind} is not supported by the fake")
+            request.body["metadata"]["namespace"] = ns
+            self._send(200, self.api._store(resource, request.body))
+        elif method == "DELETE":
+            self.api._remove(resource, ns, name)
+            self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+        else:
+            self._error(405, "MethodNotAllowed", f"{method} {kind} is not supported by the fake")
 
-    def _subresource(self, method: str, resource: str, ns: str, name: str, sub: str, request: Request) -> None:
-        kind, _ = KINDS[resource]
-        with self.api._cond:
-            current = self.api._state.objects.get(resource, {}).get((ns, name))
-            if current is None:
-                self._error(404, "NotFound", f'{kind.lower()}s "{name}" not found')
+    def _subresource(self, method: str, resource: str, current: dict[str, Any], sub: str, request: Request) -> None:
+        if resource == PODS and sub == "binding" and method == "POST":
+            self._bind(current, request.body)
+        elif sub == "status" and method == "PATCH":
+            if request.headers.get("content-type") != "application/merge-patch+json":
+                self._error(415, "UnsupportedMediaType", f"content type {request.headers.get('content-type')}")
                 return
-            if resource == PODS and sub == "binding" and method == "POST":
-                self._bind(current, request.body)
-            elif sub == "status" and method == "PATCH":
-                if request.headers.get("content-type") != "application/merge-patch+json":
-                    self._error(415, "UnsupportedMediaType", f"content type {request.headers.get('content-type')}")
-                    return
-                updated = _merge_patch(current, {"status": (request.body or {}).get("status")})
-                self._send(200, self.api._store(resource, updated))
-            else:
-                self._error(405, "MethodNotAllowed", f"{method} {kind}/{sub} is not supported by the fake")
+            updated = _merge_patch(current, {"status": (request.body or {}).get("status")})
+            self._send(200, self.api._store(resource, updated))
+        else:
+            self._error(405, "MethodNotAllowed", f"{method} {KINDS[resource][0]}/{sub} is not supported by the fake")
 
     def _bind(self, pod: dict[str, Any], body: Any) -> None:
         name = pod["metadata"]["name"]
@@ -516,6 +514,16 @@ class _Handler(BaseHTTPRequestHandler):
         updated.setdefault("spec", {})["nodeName"] = target["name"]
         self.api._store(PODS, updated)
         self._send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+
+
+@contextmanager
+def connected(server: FakeApiServer, directory: Path) -> Iterator[ApiClient]:
+    """The real client, configured the way users do it: a kubeconfig file (here pointing at the fake)."""
+    client = load_api_client(str(server.write_kubeconfig(directory / "kubeconfig")))
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 @contextmanager

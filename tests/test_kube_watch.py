@@ -12,10 +12,9 @@ from kubernetes.client import ApiClient
 
 from api.grove import PodGang
 from api.kube import Node, Pod
-from scheduler.kube.connect import load_api_client
 from scheduler.kube.watch import Backoff, EventType, Kind, start_watchers
 from tests import kube_objects as k
-from tests.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
+from tests.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, connected, running
 
 
 class MiniStore:
@@ -73,9 +72,8 @@ def fake() -> Iterator[FakeApiServer]:
 
 @pytest.fixture
 def api_client(fake: FakeApiServer, tmp_path: Path) -> Iterator[ApiClient]:
-    client = load_api_client(str(fake.write_kubeconfig(tmp_path / "kubeconfig")))
-    yield client
-    client.close()
+    with connected(fake, tmp_path) as client:
+        yield client
 
 
 @pytest.fixture

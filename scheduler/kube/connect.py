@@ -8,9 +8,10 @@ import os
 from typing import Any
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-__all__ = ["READ_TIMEOUT", "WRITE_TIMEOUT", "ConnectError", "load_api_client", "response_json"]
+__all__ = ["READ_TIMEOUT", "WRITE_TIMEOUT", "ConnectError", "describe_error", "load_api_client", "response_json"]
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +62,10 @@ def response_json(response: Any) -> Any:
         return json.loads(response.data)
     finally:
         response.release_conn()
+
+
+def describe_error(err: Exception) -> str:
+    """One line for a log: the client's own ``str()`` of an ApiException spans headers and body."""
+    if isinstance(err, ApiException):
+        return f"HTTP {err.status} {err.reason}"
+    return f"{type(err).__name__}: {err}"

@@ -25,6 +25,7 @@ from urllib3.exceptions import HTTPError
 
 from api.grove import PodGang
 from api.kube import Node, Pod
+from scheduler.kube.connect import describe_error
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_all
 
 __all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
@@ -155,7 +156,7 @@ class _Watcher:
                 if isinstance(err, ApiException) and err.status == 410:
                     version = None
                 delay = self._backoff.delay()
-                log.warning("watch failed kind=%s error=%s retry_in=%.1fs", kind, _describe(err), delay)
+                log.warning("watch failed kind=%s error=%s retry_in=%.1fs", kind, describe_error(err), delay)
                 self._stop.wait(delay)
         log.info("watch stopped kind=%s", kind)
 
@@ -201,6 +202,8 @@ class _Watcher:
         finally:
             with self._response_lock:
                 self._response = None
+            # A watch left mid-stream has unread bytes: close it rather than hand the connection back to the pool.
+            response.close()
             response.release_conn()
         return version
 
@@ -240,12 +243,6 @@ class _Watcher:
             )
             return None
         return parsed
-
-
-def _describe(err: Exception) -> str:
-    if isinstance(err, ApiException):
-        return f"HTTP {err.status} {err.reason}"
-    return f"{type(err).__name__}: {err}"
 
 
 def start_watchers(
