@@ -8,9 +8,9 @@ Field names are camelCase exactly as in Grove's CRDs (``podgroups`` is lower-cas
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "GANG_GATE",
@@ -45,9 +45,29 @@ class _Kept(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
+    # Fields written even when left at their default: the API server needs them to know what the object is.
+    _always_written: ClassVar[frozenset[str]] = frozenset({"apiVersion", "kind"})
+
     def to_json_dict(self) -> dict[str, Any]:
-        """The object as the API server would print it: unset optionals are left out."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """The object as the API server would print it: unset optionals are left out, and so are fields nobody
+        set that still hold their default (``uid: ""``, ``labels: {}``), so a read object writes back unchanged."""
+        return self.model_dump(mode="json", exclude_none=True, context={_OMIT_DEFAULTS: True})
+
+    @model_serializer(mode="wrap")
+    def _omit_untouched_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict) or not (info.context or {}).get(_OMIT_DEFAULTS):
+            return data
+        for name, spec in type(self).model_fields.items():
+            if name in self.model_fields_set or name in self._always_written or name not in data:
+                continue
+            # A default container mutated in place is not "set" to pydantic, so compare values, not flags.
+            if getattr(self, name) == spec.get_default(call_default_factory=True):
+                del data[name]
+        return data
+
+
+_OMIT_DEFAULTS = "grove-omit-defaults"
 
 
 class GroveMeta(_Kept):
@@ -80,6 +100,8 @@ class PodGangTopologyConstraint(_Kept):
 
 
 class PodGroup(_Kept):
+    _always_written: ClassVar[frozenset[str]] = frozenset({"podReferences"})  # required by the CRD
+
     name: str
     podReferences: list[NamespacedName] = Field(default_factory=list)
     minReplicas: int = Field(ge=0)
@@ -87,6 +109,8 @@ class PodGroup(_Kept):
 
 
 class TopologyConstraintGroupConfig(_Kept):
+    _always_written: ClassVar[frozenset[str]] = frozenset({"podGroupNames"})
+
     name: str
     podGroupNames: list[str] = Field(default_factory=list)
     topologyConstraint: PodGangTopologyConstraint | None = None
@@ -110,6 +134,8 @@ class PodGangCondition(_Kept):
 
 
 class PodGangStatus(_Kept):
+    _always_written: ClassVar[frozenset[str]] = frozenset({"phase"})  # required by the CRD
+
     phase: Literal["Pending", "Starting", "Running"] = "Pending"
     conditions: list[PodGangCondition] = Field(default_factory=list)
     placementScore: float | None = None

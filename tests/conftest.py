@@ -1,0 +1,30 @@
+"""Shared test set-up: where the project's shared facts (recorded kube-scheduler requests, references) live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    """The ``shared/`` folder that sits beside the repository.
+
+    CI clones main into a folder with a copy of ``shared/`` beside it (``<repo>/../shared``); developers' git
+    worktrees sit one level deeper (``<root>/wt/<name>``), so the nearest ancestor holding ``shared/`` wins.
+    Missing is an error, not a skip: tests that silently skip their fixtures prove nothing.
+    """
+    for parent in REPO_ROOT.parents:
+        candidate = parent / "shared"
+        if (candidate / "fixtures").is_dir():
+            return candidate
+    raise RuntimeError(
+        f"tests need the shared/ folder beside the repository ({REPO_ROOT.parent / 'shared'}); it was not found"
+    )
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    return shared_dir()
