@@ -27,6 +27,7 @@ from scheduler.replay.workload import ReplayGang, Workload
 _COMPLETION, _ARRIVAL = 0, 1
 
 Fragmentation = Callable[[Sequence[GangRequest], Mapping[str, Mapping[str, int]]], int]
+Probe = Callable[[GangRequest, Mapping[str, Mapping[str, int]]], bool]
 Observer = Callable[[float, Ledger], None]
 
 
@@ -39,6 +40,7 @@ class GangRun:
     held_gpu_seconds: float = 0.0
     placement_score: float | None = None
     decisions: int = 0
+    probe: bool | None = None  # the engine's probe, asked on the free view of the first decision that binds
 
     @property
     def bound_gpus(self) -> int:
@@ -76,10 +78,19 @@ class ReplayOutcome:
 
 
 class _Replay:
-    def __init__(self, *, workload: Workload, step: DecisionStep, horizon: float, fragmentation: Fragmentation | None):
+    def __init__(
+        self,
+        *,
+        workload: Workload,
+        step: DecisionStep,
+        horizon: float,
+        fragmentation: Fragmentation | None,
+        probe: Probe | None,
+    ):
         self.step = step
         self.horizon = horizon
         self.fragmentation = fragmentation
+        self.probe = probe
         self.ledger = Ledger(workload.allocatable)
         for pod, (node, demand) in workload.background.items():
             self.ledger.bind(pod=pod, node=node, demand=demand)
@@ -141,10 +152,13 @@ class _Replay:
         remaining = run.remaining()
         if not self._may_fit(remaining):
             return
+        free = self.ledger.free()
         began = time.perf_counter()
-        decision = self.step.decide(run.gang, remaining, self.ledger.free())
+        decision = self.step.decide(run.gang, remaining, free)
         self.outcome.decision_seconds.append(time.perf_counter() - began)
         run.decisions += 1
+        if decision.bind and not run.bound and self.probe is not None:
+            run.probe = self.probe(run.gang.request, free)
         demand = run.gang.demand
         for pod, node in decision.bind.items():
             if pod not in demand or pod in run.bound:
@@ -194,6 +208,7 @@ def replay(
     *,
     horizon: float | None = None,
     fragmentation: Fragmentation | None = None,
+    probe: Probe | None = None,
     observer: Observer | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> ReplayOutcome:
@@ -201,4 +216,5 @@ def replay(
     contended for the whole measured window)."""
     if horizon is None:
         horizon = max((gang.arrival for gang in workload.gangs), default=0.0)
-    return _Replay(workload=workload, step=step, horizon=horizon, fragmentation=fragmentation).run(observer, progress)
+    state = _Replay(workload=workload, step=step, horizon=horizon, fragmentation=fragmentation, probe=probe)
+    return state.run(observer, progress)

@@ -11,7 +11,6 @@ from api.kube import Pod
 from placement.request import GangRequest
 from topology import HostSpec
 
-DURATION_ANNOTATION = "grove-extender/duration-seconds"
 GPU = "nvidia.com/gpu"
 
 
