@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from placement.problem import Problem, Scope
+from placement.prune import holding_domains
 
 __all__ = ["explain_infeasible", "relaxation_reason"]
 
@@ -37,13 +40,29 @@ def _shortfalls(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -
     return found
 
 
+def _whole_shortfalls(problem: Problem) -> list[_Shortfall]:
+    """The cluster-wide sums, on arrays: this runs on every solve, so it must not loop over nodes in Python."""
+    arrays = problem.arrays
+    found: list[_Shortfall] = []
+    hosts = np.zeros(len(problem.nodes), np.bool_)
+    for g in problem.groups:
+        if g.min > 0:
+            hosts |= arrays.cap[g.index] > 0
+    for resource in problem.resources:
+        need = sum(g.min * g.demand.get(resource, 0) for g in problem.groups)
+        have = int(arrays.free[resource][hosts].sum())
+        if need > have:
+            found.append(_Shortfall(f"{need} {resource}", have, need))
+    return found
+
+
 def relaxation_reason(problem: Problem) -> str | None:
     """A reason when capacity sums alone rule the gang out; ``None`` when they do not (search must decide)."""
     for group in problem.groups:
         have = sum(group.cap.values())
         if have < group.min:
             return _group_reason(problem, group.index, have)
-    whole = _shortfalls(problem, problem.nodes, range(len(problem.groups)))
+    whole = _whole_shortfalls(problem)
     if whole:
         worst = max(whole, key=lambda s: s.relative)
         return (
@@ -84,8 +103,8 @@ def _group_reason(problem: Problem, index: int, have: int) -> str:
 
 
 def _scope_reason(problem: Problem, scope: Scope) -> str | None:
-    if all(problem.groups[g].min == 0 for g in scope.groups):
-        return None
+    if all(problem.groups[g].min == 0 for g in scope.groups) or holding_domains(problem, scope).any():
+        return None  # some domain holds the scope on capacity alone
     by_value: dict[str, list[str]] = {}
     for node in problem.nodes:
         if any(node in problem.groups[g].cap for g in scope.groups):
