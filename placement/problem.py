@@ -108,6 +108,8 @@ class Problem:
         twin.groups = tuple(groups)
         twin.nodes = tuple(n for n in self.nodes if any(n in g.cap for g in twin.groups))
         twin.node_set = frozenset(twin.nodes)
+        if "arrays" in self.__dict__:
+            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
         return twin
 
     def domain(self, node: str, level: str) -> str:

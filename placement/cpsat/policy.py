@@ -45,7 +45,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
     hint = topology_greedy(problem)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
-        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 1.0, "greedy": 1.0})
+        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 1.0, "models": 0})
     outcome = solve_model(
         problem,
         hint=hint,
@@ -58,12 +58,12 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
     if outcome.state == "unknown":
         return _timed_out(problem, hint, bounds, options)
     optimal = outcome.state == "optimal" or evaluate(problem, outcome.counts) == bounds.lexicographic
-    return planned(problem, outcome.counts, bounds=bounds.per_tier, solver={"optimal": float(optimal)})
+    return planned(problem, outcome.counts, bounds=bounds.per_tier, solver={"optimal": float(optimal), "models": 1})
 
 
 def _timed_out(problem: Problem, hint: Counts | None, bounds: Bounds, options: SolveOptions) -> Result:
     if hint is not None:
-        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 0.0, "greedy": 1.0})
+        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 0.0, "models": 1})
     return refused(
         f"no plan found within {options.time_limit_seconds:g}s and none ruled out; {explain_infeasible(problem)}",
         status=Status.TIMED_OUT,
@@ -75,6 +75,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     scope = next(s for s in problem.required if len(s.groups) == len(problem.groups))
     best: tuple[tuple[int, ...], Counts] | None = None
     proven = True
+    models = 0
     for value, bound in sorted(bounds.by_domain.items(), key=lambda item: item[1]):
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any later one (sorted by bound) can beat the best plan
@@ -88,6 +89,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
             found: Counts | None = sub_hint
         else:
             outcome = solve_model(sub, hint=sub_hint, lower=bound, time_limit=remaining, workers=options.workers)
+            models += 1
             proven = proven and outcome.state in ("optimal", "infeasible")
             found = outcome.counts if outcome.state in ("optimal", "feasible") else sub_hint
         if found is not None and (best is None or evaluate(problem, found) < best[0]):
@@ -96,4 +98,4 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
         if proven:
             return refused(explain_infeasible(problem))
         return _timed_out(problem, None, bounds, options)
-    return planned(problem, best[1], bounds=bounds.per_tier, solver={"optimal": float(proven)})
+    return planned(problem, best[1], bounds=bounds.per_tier, solver={"optimal": float(proven), "models": models})

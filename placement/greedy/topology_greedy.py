@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import Ints
+from placement.greedy.domain_choice import choose_domains
 from placement.greedy.ledger import Ledger
 from placement.objective import evaluate
 from placement.problem import Problem, Scope
@@ -36,9 +37,9 @@ class _Layout:
         # domain (its rank, then its id to keep a domain's nodes together), narrow to broad.
         keys: list[Ints] = [np.arange(count), primary, arrays.fresh.astype(np.int64)]
         for level in problem.span_levels:
-            ids = arrays.level_ids[level]
-            self.domain_free[level] = np.bincount(ids, weights=primary).astype(np.int64)
-            partly = np.bincount(ids, weights=np.where(arrays.fresh, 0, primary)).astype(np.int64)
+            ids, size = arrays.level_ids[level], len(arrays.level_names[level])
+            self.domain_free[level] = np.bincount(ids, weights=primary, minlength=size).astype(np.int64)
+            partly = np.bincount(ids, weights=np.where(arrays.fresh, 0, primary), minlength=size).astype(np.int64)
             rank = partly if partly_first else self.domain_free[level]
             keys.extend((ids, -rank[ids]))
         self.order: Ints = np.lexsort(keys) if count else np.arange(0)
@@ -55,6 +56,7 @@ class _Layout:
             if domains <= 1:
                 continue
             holds = self._holds_per_domain(arrays.level_ids[level], domains)
+            holds &= np.bincount(ids, minlength=domains) > 0  # a restricted problem numbers absent domains too
             fresh = np.zeros(domains, np.bool_)
             if level == problem.fresh_level:
                 fresh = arrays.fresh_domain_mask()
@@ -119,6 +121,7 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
     if ledger is None:
         return None
     if problem.span_levels:
+        ledger, region = _best_set(problem, ledger, region)
         # Refill inside the narrowest domains the first pass touched, partly used nodes first across all of
         # them: same spans, but no wholly free node is broken while a touched domain has partly used room.
         level = problem.span_levels[0]
@@ -137,6 +140,26 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
             ledger, region = refilled, compact
     _add_extras(problem, ledger, region)
     return ledger.counts
+
+
+def _best_set(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) -> tuple[Ledger, dict[int, list[str]]]:
+    """Try the enumerated best set of narrowest domains, best-fit order across it; keep it if it scores better."""
+    union = list(dict.fromkeys(n for nodes in region.values() for n in nodes))
+    chosen = choose_domains(problem, union)
+    if chosen is None:
+        return ledger, region
+    level, primary = problem.span_levels[0], problem.primary
+    inside = {
+        g: sorted(
+            (n for n in nodes if problem.domain(n, level) in chosen),
+            key=lambda n: (n in problem.fresh_nodes, problem.free(n, primary), n),
+        )
+        for g, nodes in region.items()
+    }
+    trial = _fill(problem, inside)
+    if trial is not None and evaluate(problem, trial.counts) < evaluate(problem, ledger.counts):
+        return trial, inside
+    return ledger, region
 
 
 def _fill(problem: Problem, region: dict[int, list[str]]) -> Ledger | None:
