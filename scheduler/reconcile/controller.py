@@ -25,20 +25,17 @@ from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ObjectKey, R
 from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import CliquePlan, Desired, desired_state
 from scheduler.reconcile.fields import FieldError
-from scheduler.reconcile.gangs import is_terminating, normalised_spec, podgang_object, service_object
+from scheduler.reconcile.gang_sync import GangSync
+from scheduler.reconcile.gangs import is_terminating, service_object
 from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, base_gang_name
 from scheduler.reconcile.pods import pod_name, pod_object
+from scheduler.reconcile.reporting import StatusReporter
 from scheduler.reconcile.status import (
-    CONDITION_SPEC_VALID,
     Clock,
     base_gang_scheduled,
-    condition,
-    gang_initialized,
-    merge_conditions,
-    pcs_status,
     pod_is_bound,
 )
-from scheduler.reconcile.topology_rules import levels_condition, topology_name
+from scheduler.reconcile.topology_rules import topology_name
 from scheduler.reconcile.validation import validate
 
 __all__ = ["Outcome", "Reconciler"]
@@ -119,8 +116,7 @@ class Reconciler:
             user = PodCliqueSet.model_validate(raw)
         except ValidationError as err:
             errors = [FieldError(_path(e["loc"]), e["msg"]) for e in err.errors()]
-            self._reject(raw, errors, outcome)
-            return outcome
+            return self._rejected(raw, errors, outcome)
         pcs = with_defaults(user)
         pods = self._owned(pcs, "Pod")
         live_gangs = {g["metadata"]["name"]: g for g in self._owned(pcs, "PodGang")}
@@ -128,14 +124,26 @@ class Reconciler:
         creating = not pods and not live_gangs
         errors = validate(pcs, binding=binding, creating=creating, scheduler_names=frozenset({self.scheduler_name}))
         if errors:
-            self._reject(raw, errors, outcome)
-            return outcome
+            return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding)
         pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
         self._converge_services(pcs, outcome)
-        gangs = self._converge_gangs(pcs, desired, live_gangs, pods_by_clique, outcome)
+        syncer = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name)
+        gangs, writes = syncer.sync(pcs, desired=desired, live=live_gangs, pods_by_clique=pods_by_clique)
+        outcome.writes += writes
         self._lift_gates(desired, gangs, pods_by_clique, outcome)
-        self._write_status(raw, pcs, desired, gangs, pods_by_clique, binding, outcome)
+        outcome.writes += self._reporter().accepted(
+            raw, pcs=pcs, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique, binding=binding
+        )
+        return outcome
+
+    def _reporter(self) -> StatusReporter:
+        return StatusReporter(api=self.api, clock=self.clock)
+
+    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> Outcome:
+        outcome.valid = False
+        outcome.errors = [str(error) for error in errors]
+        outcome.writes += self._reporter().rejected(raw, errors)
         return outcome
 
     def _owned(self, pcs: PodCliqueSet, kind: Any) -> list[KubeObject]:
@@ -216,65 +224,6 @@ class Reconciler:
             self.api.create(service_object(pcs, wanted[name]))
             outcome.writes += 1
 
-    def _converge_gangs(
-        self,
-        pcs: PodCliqueSet,
-        desired: Desired,
-        live: dict[str, KubeObject],
-        pods_by_clique: Mapping[str, list[KubeObject]],
-        outcome: Outcome,
-    ) -> dict[str, KubeObject]:
-        namespace = pcs.metadata.namespace
-        wanted = {gang.name for gang in desired.gangs}
-        for name in sorted(live.keys() - wanted):
-            self.api.delete("PodGang", namespace=namespace, name=name)
-            outcome.writes += 1
-        topology = topology_name(pcs) if desired.topology_translated else None
-        result: dict[str, KubeObject] = {}
-        for gang in desired.gangs:
-            obj = podgang_object(
-                pcs=pcs,
-                gang=gang,
-                pods_by_clique=pods_by_clique,
-                scheduler_name=self.scheduler_name,
-                topology_name=topology,
-            )
-            current = live.get(gang.name)
-            if current is None:
-                current = self.api.create(obj)
-                # As Grove: a new gang is Pending and not yet Initialized.
-                pending = condition("Initialized", "False", reason="PodGangPodsCreationPending", message="")
-                current = self._gang_status(current, {"phase": "Pending"}, pending)
-                outcome.writes += 2
-            elif _gang_differs(current, obj):
-                current["spec"] = obj["spec"]
-                current["metadata"]["labels"] = obj["metadata"]["labels"]
-                current["metadata"]["annotations"] = obj["metadata"].get("annotations", {})
-                current = self.api.replace_podgang(current)
-                outcome.writes += 1
-            initialized = gang_initialized(gang, current)
-            wanted_condition = (
-                condition("Initialized", "True", reason="PodGangPodsCreated", message="")
-                if initialized
-                else condition("Initialized", "False", reason="PodGangPodsCreationPending", message="")
-            )
-            if _condition_status(current, "Initialized") != wanted_condition["status"]:
-                current = self._gang_status(current, {}, wanted_condition)
-                outcome.writes += 1
-            result[gang.name] = current
-        return result
-
-    def _gang_status(self, gang: KubeObject, fields: KubeObject, wanted: KubeObject) -> KubeObject:
-        status = dict(gang.get("status") or {})
-        now = self.clock().isoformat()
-        patch = {**fields, "conditions": merge_conditions(status.get("conditions") or [], [wanted], now=now)}
-        if "phase" not in status and "phase" not in patch:
-            patch["phase"] = "Pending"  # phase is required in PodGang status
-        meta = gang["metadata"]
-        return self.api.patch_podgang_status(
-            meta["namespace"], meta["name"], status=patch, resource_version=meta["resourceVersion"]
-        )
-
     def _lift_gates(
         self,
         desired: Desired,
@@ -306,62 +255,6 @@ class Reconciler:
                 else:
                     outcome.gated += 1
 
-    def _write_status(
-        self,
-        raw: KubeObject,
-        pcs: PodCliqueSet,
-        desired: Desired,
-        gangs: Mapping[str, KubeObject],
-        pods_by_clique: Mapping[str, list[KubeObject]],
-        binding: ClusterTopologyBinding | None,
-        outcome: Outcome,
-    ) -> None:
-        status = pcs_status(
-            generation=pcs.metadata.generation,
-            replicas=max(pcs.spec.replicas, 0),
-            desired=desired,
-            podgangs=gangs,
-            pods_by_clique=pods_by_clique,
-        )
-        wanted = [condition(CONDITION_SPEC_VALID, "True", reason="Valid", message="")]
-        if levels := levels_condition(pcs, binding):
-            wanted.append(condition("TopologyLevelsUnavailable", levels[0], reason=levels[1], message=levels[2]))
-        self._patch_pcs_status(raw, status, wanted, outcome)
-
-    def _reject(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> None:
-        outcome.valid = False
-        outcome.errors = [str(e) for e in errors]
-        message = "; ".join(outcome.errors)
-        wanted = [condition(CONDITION_SPEC_VALID, "False", reason="ValidationFailed", message=message)]
-        meta = raw.get("metadata") or {}
-        previous = [
-            c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") == CONDITION_SPEC_VALID
-        ]
-        if not previous or previous[0].get("message") != message:  # one event per distinct verdict, not one per pass
-            involved = {
-                "apiVersion": raw.get("apiVersion", "grove.io/v1alpha1"),
-                "kind": "PodCliqueSet",
-                "namespace": meta.get("namespace", ""),
-                "name": meta.get("name", ""),
-                "uid": meta.get("uid", ""),
-            }
-            self.api.record_event(involved=involved, reason="ValidationFailed", message=message, type="Warning")
-            log.warning("invalid pcs=%s/%s errors=%s", meta.get("namespace"), meta.get("name"), message)
-        generation = meta.get("generation")
-        self._patch_pcs_status(raw, {"observedGeneration": generation} if generation else {}, wanted, outcome)
-
-    def _patch_pcs_status(
-        self, raw: KubeObject, fields: KubeObject, wanted: list[KubeObject], outcome: Outcome
-    ) -> None:
-        current = raw.get("status") or {}
-        conditions = merge_conditions(current.get("conditions") or [], wanted, now=self.clock().isoformat())
-        status = {**fields, "conditions": conditions}
-        if all(current.get(key) == value for key, value in status.items()):
-            return
-        meta = raw["metadata"]
-        self.api.patch_podcliqueset_status(meta.get("namespace", ""), meta["name"], status=status)
-        outcome.writes += 1
-
 
 def _path(location: tuple[int | str, ...]) -> str:
     """A pydantic error location as a JSON path: ``spec.template.cliques[0].spec.replicas``."""
@@ -384,19 +277,3 @@ def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
         return set()
     groups = [g for g in gang["spec"].get("podgroups") or [] if g.get("name") == fqn]
     return {ref["name"] for g in groups for ref in g.get("podReferences") or []}
-
-
-def _condition_status(obj: KubeObject, type_: str) -> str | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return str(item.get("status"))
-    return None
-
-
-def _gang_differs(live: KubeObject, wanted: KubeObject) -> bool:
-    live_meta, wanted_meta = live["metadata"], wanted["metadata"]
-    return (
-        normalised_spec(live["spec"]) != normalised_spec(wanted["spec"])
-        or (live_meta.get("labels") or {}) != wanted_meta["labels"]
-        or (live_meta.get("annotations") or {}) != wanted_meta.get("annotations", {})
-    )
