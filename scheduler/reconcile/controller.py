@@ -89,13 +89,14 @@ class Reconciler:
         while not stop.is_set():
             retry: set[ObjectKey] = set()
             for namespace, name in sorted(pending):
+                # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
                 try:
-                    outcome = self.reconcile(namespace, name)
+                    self.reconcile(namespace, name)
                 except ApiError as err:
                     log.warning("reconcile failed pcs=%s/%s error=%s", namespace, name, err)
                     retry.add((namespace, name))
-                    continue
-                if outcome.gated:  # Grove requeues while gated pods remain
+                except Exception:  # one odd object must not stop the loop for every other PodCliqueSet
+                    log.exception("reconcile crashed pcs=%s/%s", namespace, name)
                     retry.add((namespace, name))
             pending = retry | self.api.changes(poll_seconds)
             if time.monotonic() >= next_resync:
@@ -173,8 +174,13 @@ class Reconciler:
     ) -> dict[str, list[KubeObject]]:
         cliques = desired.cliques()
         kept: dict[tuple[str, int], KubeObject] = {}
-        # Bound and older-named pods first, so a duplicate index (never made by us) keeps the pod that runs.
-        for pod in sorted(pods, key=lambda p: (not pod_is_bound(p), p["metadata"]["name"])):
+        # Live, bound, older-named pods first, so a duplicate index (never made by us) keeps the pod that runs.
+        for pod in sorted(pods, key=lambda p: (is_terminating(p), not pod_is_bound(p), p["metadata"]["name"])):
+            if _finished(pod) and not is_terminating(pod):
+                # Evicted or exited: it holds its index but will never run again, so make room for a new one.
+                self.api.delete("Pod", namespace=pcs.metadata.namespace, name=pod["metadata"]["name"])
+                outcome.writes += 1
+                continue
             labels = pod["metadata"].get("labels") or {}
             plan = cliques.get(labels.get(LABEL_PODCLIQUE, ""))
             index = _index(labels.get(LABEL_POD_INDEX))
@@ -241,7 +247,7 @@ class Reconciler:
             listed = _listed(gangs.get(plan.gang), fqn)
             for pod in pods:
                 gates = pod["spec"].get("schedulingGates") or []
-                if not any(g.get("name") == GANG_GATE for g in gates):
+                if is_terminating(pod) or not any(g.get("name") == GANG_GATE for g in gates):
                     continue
                 # Grove: listed in its gang, and either a base-gang pod or its base gang is scheduled.
                 base_ok = plan.base_gang is None or scheduled.get(plan.base_gang, False)
@@ -266,6 +272,10 @@ def _path(location: tuple[int | str, ...]) -> str:
 
 def _controlled_by(obj: KubeObject, uid: str) -> bool:
     return any(r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
+
+
+def _finished(pod: KubeObject) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
 
 
 def _index(text: str | None) -> int | None:

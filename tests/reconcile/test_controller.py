@@ -201,3 +201,22 @@ def test_extender_written_gang_status_survives_reconciles() -> None:
     assert {c["type"] for c in status["conditions"]} == {"Initialized", "Scheduled"}
     pcs_status = api.objects[("PodCliqueSet", NS, "multinode-aggregated")]["status"]
     assert pcs_status["podGangStatuses"][0] == {"name": "multinode-aggregated-0", "phase": "Running"}
+
+
+def test_evicted_pod_is_replaced_and_terminating_pod_keeps_its_index_until_gone() -> None:
+    api = _converged(cluster(example("multinode-aggregated")))
+    pods = api.of_kind("Pod")
+    evicted, leaving = pods[0], pods[1]
+    evicted["status"] = {"phase": "Failed", "reason": "Evicted"}
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    _converged(api, seed=2)  # (seed 1 would draw the evicted pod's now-free name again)
+    names = pod_names(api)
+    assert evicted["metadata"]["name"] not in names and len(names) == 8  # evicted replaced at once
+    assert leaving["metadata"]["name"] in names  # not replaced while it still holds its index and hostname
+    clique = leaving["metadata"]["labels"]["grove.io/podclique"]
+    gang = api.objects[("PodGang", NS, leaving["metadata"]["labels"]["grove.io/podgang"])]
+    refs = {r["name"] for g in gang["spec"]["podgroups"] if g["name"] == clique for r in g["podReferences"]}
+    assert leaving["metadata"]["name"] not in refs  # terminating pods are not gang members
+    api.remove("Pod", namespace=NS, name=leaving["metadata"]["name"])
+    _converged(api, seed=3)
+    assert len(pod_names(api)) == 8 and leaving["metadata"]["name"] not in pod_names(api)
