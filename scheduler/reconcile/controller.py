@@ -27,6 +27,7 @@ from scheduler.reconcile.desired import CliquePlan, Desired, desired_state
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gang_sync import GangSync
 from scheduler.reconcile.gangs import is_terminating, service_object
+from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, base_gang_name
 from scheduler.reconcile.pods import pod_name, pod_object
 from scheduler.reconcile.reporting import StatusReporter
@@ -122,8 +123,12 @@ class Reconciler:
         pods = self._owned(pcs, "Pod")
         live_gangs = {g["metadata"]["name"]: g for g in self._owned(pcs, "PodGang")}
         binding = self._binding(pcs)
-        creating = not pods and not live_gangs
+        accepted = (raw.get("status") or {}).get(SHAPE_STATUS_KEY)
+        # Grove's create-only rules apply until we first accept the PodCliqueSet (or adopt objects made before).
+        creating = accepted is None and not pods and not live_gangs
         errors = validate(pcs, binding=binding, creating=creating, scheduler_names=frozenset({self.scheduler_name}))
+        if accepted is not None:
+            errors += update_errors(accepted, pcs)
         if errors:
             return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding)

@@ -14,6 +14,7 @@ from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.api import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.fields import FieldError
+from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, shape
 from scheduler.reconcile.status import CONDITION_SPEC_VALID, Clock, condition, merge_conditions, pcs_status
 from scheduler.reconcile.topology_rules import levels_condition
 
@@ -45,6 +46,7 @@ class StatusReporter:
             podgangs=gangs,
             pods_by_clique=pods_by_clique,
         )
+        status[SHAPE_STATUS_KEY] = shape(pcs)  # what later specs are held to (Grove's update rules)
         wanted = [condition(CONDITION_SPEC_VALID, "True", reason="Valid", message="")]
         if levels := levels_condition(pcs, binding):
             wanted.append(condition("TopologyLevelsUnavailable", levels[0], reason=levels[1], message=levels[2]))

@@ -94,6 +94,7 @@ def test_scale_down_removes_whole_gangs_and_their_pods() -> None:
 
 def test_clique_scale_down_deletes_highest_indices() -> None:
     document = example("multinode-aggregated")
+    document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 2  # minAvailable is frozen at creation
     api = _converged(cluster(document))
     document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 2
     api.apply(document)
