@@ -85,9 +85,16 @@ class Reconciler:
 
     def run(self, *, stop: threading.Event, resync_seconds: float = 60.0, poll_seconds: float = 1.0) -> None:
         """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically."""
-        pending = self.all_keys()
-        next_resync = time.monotonic() + resync_seconds
+        pending: set[ObjectKey] = set()
+        next_resync = time.monotonic()
         while not stop.is_set():
+            if time.monotonic() >= next_resync:
+                try:
+                    pending |= self.all_keys()
+                    next_resync = time.monotonic() + resync_seconds
+                except ApiError as err:  # API server unreachable or refusing: try again shortly
+                    log.warning("listing PodCliqueSets failed error=%s", err)
+                    next_resync = time.monotonic() + poll_seconds
             retry: set[ObjectKey] = set()
             for namespace, name in sorted(pending):
                 # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
@@ -100,9 +107,6 @@ class Reconciler:
                     log.exception("reconcile crashed pcs=%s/%s", namespace, name)
                     retry.add((namespace, name))
             pending = retry | self.api.changes(poll_seconds)
-            if time.monotonic() >= next_resync:
-                pending |= self.all_keys()
-                next_resync = time.monotonic() + resync_seconds
 
     # --- one pass ------------------------------------------------------------------------------------------
 
