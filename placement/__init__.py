@@ -4,3 +4,20 @@ Owns: the request/result types, the CP-SAT model (one file per constraint or obj
 the placement score and a validator that does not import the solver. Does not own: Kubernetes objects, I/O,
 reservations or time. Imports only ``topology``.
 """
+
+from placement.request import ClusterView, GangRequest, GroupRequest, PackScope, Result, SolveOptions, Status
+from placement.solve import POLICIES, solve
+from placement.validation import violations
+
+__all__ = [
+    "POLICIES",
+    "ClusterView",
+    "GangRequest",
+    "GroupRequest",
+    "PackScope",
+    "Result",
+    "SolveOptions",
+    "Status",
+    "solve",
+    "violations",
+]

@@ -68,6 +68,7 @@ class Status(StrEnum):
     PLACED = "Placed"
     INFEASIBLE = "Infeasible"
     TIMED_OUT = "TimedOut"
+    INVALID = "Invalid"  # the request itself is malformed; ``reason`` names the field and the rule
 
 
 @dataclass(frozen=True)

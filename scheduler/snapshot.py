@@ -113,9 +113,12 @@ def _check_references(snapshot: Snapshot) -> None:
 
 
 def _decode(raw: bytes, source: str) -> Any:
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    text = raw.decode("utf-8")
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
     stripped = text.lstrip()
     try:
         if stripped.startswith("{") or stripped.startswith("["):

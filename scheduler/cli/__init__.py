@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import record, snapshot
+from . import reconcile, record, snapshot
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 # An explicit list, not import-time discovery: what the CLI offers is readable here.
-COMMANDS: tuple[Registrar, ...] = (snapshot.register, record.register)
+COMMANDS: tuple[Registrar, ...] = (snapshot.register, reconcile.register, record.register)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,113 @@
+"""Compose the registered constraints and objective tiers into one CP-SAT model and solve it.
+
+The tiers are lexicographic. They are folded into one weighted sum when the weights stay small (each tier's
+weight is the product of the value ranges of the tiers below it, shifted by their lower bounds, so the sum
+orders plans exactly as the tuple does); when the product would grow past 2**40 the tiers are solved in
+chunks, each chunk's optimum fixed before the next, so coefficients never get large enough to hurt the solver.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from placement.cpsat.registry import CONSTRAINTS, OBJECTIVES
+from placement.cpsat.variables import ModelVars, Tier
+from placement.objective import Counts, tier_names
+from placement.problem import Problem
+
+__all__ = ["ModelOutcome", "solve_model"]
+
+_WEIGHT_LIMIT = 2**40
+
+
+@dataclass
+class ModelOutcome:
+    """``state``: ``optimal`` (proven), ``feasible`` (time ran out with a plan), ``infeasible`` (proven) or
+    ``unknown`` (time ran out without a plan). ``objective``/``bound``: the weighted objective of the last chunk
+    solved and the solver's proven bound on it."""
+
+    state: str
+    counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    objective: float | None = None
+    bound: float | None = None
+
+
+def _chunks(tiers: Sequence[Tier], lower: Sequence[int]) -> list[list[tuple[Tier, int, int]]]:
+    """Split tiers (priority order) into chunks whose weights fit; each item is (tier, lower bound, range)."""
+    chunks: list[list[tuple[Tier, int, int]]] = [[]]
+    product = 1
+    for tier, lo in zip(tiers, lower, strict=True):
+        size = max(0, tier.upper - lo) + 1
+        if chunks[-1] and product * size > _WEIGHT_LIMIT:
+            chunks.append([])
+            product = 1
+        chunks[-1].append((tier, lo, size))
+        product *= size
+    return chunks
+
+
+def _weighted(chunk: list[tuple[Tier, int, int]]) -> cp_model.LinearExpr:
+    exprs: list[cp_model.LinearExpr] = []
+    weights: list[int] = []
+    offset = 0
+    weight = 1
+    for tier, lo, size in reversed(chunk):
+        exprs.append(tier.expr)
+        weights.append(weight)
+        offset += weight * lo
+        weight *= size
+    return cp_model.LinearExpr.weighted_sum(exprs, weights) - offset
+
+
+def solve_model(
+    problem: Problem,
+    *,
+    hint: Counts | None,
+    lower: Sequence[int] | None,
+    time_limit: float,
+    workers: int,
+) -> ModelOutcome:
+    mv = ModelVars.build(problem)
+    for add in CONSTRAINTS.values():
+        add(mv)
+    tiers = [tier for build in OBJECTIVES.values() for tier in build(mv)]
+    names = tier_names(problem)
+    assert tuple(t.name for t in tiers) == names, f"registry tiers {[t.name for t in tiers]} != {names}"
+    if hint:
+        _add_hint(mv, hint)
+    outcome = ModelOutcome("unknown")
+    remaining = time_limit
+    for chunk in _chunks(tiers, lower or [0] * len(tiers)):
+        objective = _weighted(chunk)
+        mv.model.minimize(objective)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(remaining, 0.01)
+        solver.parameters.num_workers = workers
+        status = solver.solve(mv.model)
+        remaining -= solver.wall_time
+        if status == cp_model.INFEASIBLE:
+            return ModelOutcome("infeasible")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return outcome  # out of time: keep the previous chunk's plan, if any
+        value = round(solver.objective_value)
+        counts = {key: solver.value(var) for key, var in mv.count.items() if solver.value(var) > 0}
+        proven = status == cp_model.OPTIMAL
+        # The objective is integral, so its bound rounds up (CP-SAT reports it as a float with LP noise).
+        bound = math.ceil(solver.best_objective_bound - 1e-6)
+        outcome = ModelOutcome("optimal" if proven else "feasible", counts, value, bound)
+        if not proven or remaining <= 0:
+            break
+        # Fix this chunk at its optimum and carry the plan as the next chunk's starting point.
+        mv.model.add(objective == value)
+        mv.model.clear_hints()  # type: ignore[no-untyped-call]
+        _add_hint(mv, counts)
+    return outcome
+
+
+def _add_hint(mv: ModelVars, counts: Counts) -> None:
+    for key, var in mv.count.items():
+        mv.model.add_hint(var, counts.get(key, 0))

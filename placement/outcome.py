@@ -1,0 +1,47 @@
+"""Turn a plan (counts per group and node) into the :class:`~placement.request.Result` every policy returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from placement.bounds import gang_bounds
+from placement.objective import Counts, assignment_of, evaluate, tier_names
+from placement.problem import Problem
+from placement.request import Result, Status
+from placement.score import placement_score
+
+__all__ = ["planned", "refused"]
+
+
+def planned(
+    problem: Problem,
+    counts: Counts,
+    *,
+    status: Status = Status.PLACED,
+    bounds: tuple[int, ...] | None = None,
+    solver: Mapping[str, float] | None = None,
+    bound: float | None = None,
+    reason: str = "",
+) -> Result:
+    """A result carrying ``counts`` as a pod → node assignment, its objective tiers and its placementScore.
+    ``bounds`` are the tier bounds when the caller already has them; ``solver`` adds solver figures."""
+    values = evaluate(problem, counts)
+    if bounds is None:
+        found = gang_bounds(problem)
+        bounds = None if found is None else found.per_tier
+    parts: dict[str, float] = dict(zip(tier_names(problem), map(float, values), strict=True))
+    parts.update(solver or {})
+    placed = any(c > 0 for c in counts.values())
+    score = placement_score(values, bounds) if (placed or status == Status.PLACED) and bounds is not None else None
+    return Result(
+        status=status,
+        assignment=assignment_of(problem, counts),
+        placement_score=score,
+        objective_parts=parts,
+        bound=bound,
+        reason=reason,
+    )
+
+
+def refused(reason: str, *, status: Status = Status.INFEASIBLE) -> Result:
+    return Result(status=status, reason=reason)

@@ -1,0 +1,211 @@
+"""A request checked and resolved against a cluster view: what every policy, the model and the scorer share.
+
+Resolving once means the CP-SAT model, the greedy policies and the scorer agree on the same facts: which nodes
+may take a pod of each group (eligibility, free capacity, the labels a required pack needs), how many pods of a
+group one node holds on its own, which domain a node is in at each level, and which nodes are wholly free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from placement.request import ClusterView, GangRequest, SolveOptions
+from topology.graph import GPU_RESOURCE, UNKNOWN
+from topology.levels import HOSTNAME_KEY, NVLINK_LEVEL
+
+__all__ = ["Group", "InvalidRequest", "Problem", "Scope", "label_value", "prepare"]
+
+
+class InvalidRequest(ValueError):
+    """A malformed request; the message names the field and the rule it breaks."""
+
+
+def label_value(labels: Mapping[str, str], *, key: str, node: str) -> str | None:
+    """The value of pack key ``key`` on a node; the hostname key falls back to the node's name, as it is always
+    set by the kubelet. ``None``: the node lacks the label and so cannot host a pod that must pack on it."""
+    value = labels.get(key)
+    if value:
+        return value
+    return node if key == HOSTNAME_KEY else None
+
+
+@dataclass(frozen=True)
+class Group:
+    index: int
+    name: str
+    pods: tuple[str, ...]
+    min: int
+    demand: Mapping[str, int]  # positive demands only
+    cap: Mapping[str, int]  # candidate node → how many pods of this group fit there alone (≥ 1)
+
+    @property
+    def extras(self) -> int:
+        return len(self.pods) - self.min
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A resolved pack constraint: the groups (by index) it covers and the node-label key they pack on."""
+
+    index: int
+    groups: tuple[int, ...]
+    key: str
+    required: bool
+
+    def describe(self, problem: Problem) -> str:
+        names = [problem.groups[g].name for g in self.groups]
+        if len(names) == len(problem.groups):
+            return "the gang"
+        return f"group{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+class Problem:
+    """The request resolved against the view. Immutable after construction; derived facts are cached."""
+
+    def __init__(self, request: GangRequest, view: ClusterView) -> None:
+        self.request = request
+        self.view = view
+        self.topology = view.topology
+        hosts = view.topology.hosts
+        self.required, self.preferred = _scopes(request)
+        self.groups = tuple(_group(i, request, view, self.required) for i in range(len(request.groups)))
+        self.nodes: tuple[str, ...] = tuple(sorted({n for g in self.groups for n in g.cap}))
+        self.node_set = frozenset(self.nodes)
+        levels = [level.name for level in view.topology.levels]
+        # Spans are counted narrow → broad below the host level: the host level is best fit's business.
+        self.span_levels: tuple[str, ...] = tuple(reversed(levels[:-1]))
+        self.fresh_level: str | None = (
+            NVLINK_LEVEL if NVLINK_LEVEL in levels else (self.span_levels[0] if self.span_levels else None)
+        )
+        self.primary = _primary_resource(request)
+        self.fresh_nodes: frozenset[str] = frozenset(
+            n
+            for n, host in hosts.items()
+            if host.allocatable.get(self.primary, 0) > 0
+            and view.free.get(n, {}).get(self.primary, 0) >= host.allocatable[self.primary]
+        )
+
+    def domain(self, node: str, level: str) -> str:
+        """The node's domain at ``level``; an unlabelled node is a domain of its own, so missing labels never
+        make a spread placement look packed."""
+        value = self.topology.domain_of(node, level)
+        return f"{UNKNOWN}:{node}" if value == UNKNOWN else value
+
+    def key_value(self, node: str, key: str) -> str | None:
+        return label_value(self.topology.hosts[node].labels, key=key, node=node)
+
+    def free(self, node: str, resource: str) -> int:
+        return self.view.free.get(node, {}).get(resource, 0)
+
+    @cached_property
+    def fresh_domains(self) -> frozenset[str]:
+        """Domains at ``fresh_level`` whose every node is wholly free: the NVLink domains best fit keeps whole."""
+        if self.fresh_level is None:
+            return frozenset()
+        return frozenset(
+            value
+            for value, members in self.topology.domains(self.fresh_level).items()
+            if value != UNKNOWN and all(n in self.fresh_nodes for n in members)
+        )
+
+    @cached_property
+    def resources(self) -> tuple[str, ...]:
+        return tuple(sorted({r for g in self.groups for r in g.demand}))
+
+    @property
+    def total_pods(self) -> int:
+        return sum(len(g.pods) for g in self.groups)
+
+    @property
+    def guaranteed_pods(self) -> int:
+        return sum(g.min for g in self.groups)
+
+
+def prepare(request: GangRequest, view: ClusterView, options: SolveOptions | None = None) -> Problem:
+    """Check the request (raising :class:`InvalidRequest` naming the field) and resolve it against the view."""
+    _check(request)
+    if options is not None:
+        _check_options(options)
+    return Problem(request, view)
+
+
+def _check(request: GangRequest) -> None:
+    if not request.groups:
+        raise InvalidRequest(f"gang {request.key}: groups must not be empty")
+    names: set[str] = set()
+    pods: set[str] = set()
+    for i, group in enumerate(request.groups):
+        where = f"gang {request.key}: groups[{i}] ({group.name})"
+        if group.name in names:
+            raise InvalidRequest(f"{where}: name must be unique within the gang")
+        names.add(group.name)
+        if not 0 <= group.min_replicas <= len(group.pods):
+            raise InvalidRequest(
+                f"{where}: minReplicas {group.min_replicas} must be between 0 and its {len(group.pods)} pods"
+            )
+        for pod in group.pods:
+            if pod in pods:
+                raise InvalidRequest(f"{where}: pod {pod} appears twice in the gang")
+            pods.add(pod)
+        for resource, units in group.demand.items():
+            if not isinstance(units, int) or units < 0:
+                raise InvalidRequest(f"{where}: demand[{resource}] must be a non-negative integer, got {units!r}")
+    for i, pack in enumerate(request.packs):
+        unknown = [g for g in pack.groups if g not in names]
+        if unknown or not pack.groups:
+            raise InvalidRequest(
+                f"gang {request.key}: packs[{i}].groups must name groups of the gang, got {unknown or '[]'}"
+            )
+        for kind, key in (("required", pack.required), ("preferred", pack.preferred)):
+            if key is not None and not key.strip():
+                raise InvalidRequest(
+                    f"gang {request.key}: packs[{i}].{kind} must be a node-label key, got an empty string"
+                )
+
+
+def _check_options(options: SolveOptions) -> None:
+    if not options.time_limit_seconds > 0:
+        raise InvalidRequest(f"options.time_limit_seconds must be positive, got {options.time_limit_seconds}")
+    if options.workers < 1:
+        raise InvalidRequest(f"options.workers must be at least 1, got {options.workers}")
+
+
+def _scopes(request: GangRequest) -> tuple[tuple[Scope, ...], tuple[Scope, ...]]:
+    index = {g.name: i for i, g in enumerate(request.groups)}
+    required: list[Scope] = []
+    preferred: list[Scope] = []
+    for pack in request.packs:
+        groups = tuple(sorted({index[name] for name in pack.groups}))
+        if pack.required:
+            required.append(Scope(len(required), groups, pack.required, required=True))
+        if pack.preferred:
+            preferred.append(Scope(len(preferred), groups, pack.preferred, required=False))
+    return tuple(required), tuple(preferred)
+
+
+def _group(index: int, request: GangRequest, view: ClusterView, required: tuple[Scope, ...]) -> Group:
+    spec = request.groups[index]
+    demand = {r: u for r, u in spec.demand.items() if u > 0}
+    keys = [s.key for s in required if index in s.groups]
+    limit = len(spec.pods)
+    cap: dict[str, int] = {}
+    nodes = view.topology.hosts if spec.eligible is None else (n for n in spec.eligible if n in view.topology.hosts)
+    for node in nodes:
+        labels = view.topology.hosts[node].labels
+        if any(label_value(labels, key=key, node=node) is None for key in keys):
+            continue  # a node without a required key's label is in no domain of it
+        free = view.free.get(node, {})
+        fits = min((free.get(r, 0) // u for r, u in demand.items()), default=limit)
+        if fits > 0 and limit > 0:
+            cap[node] = min(fits, limit)
+    return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap)
+
+
+def _primary_resource(request: GangRequest) -> str:
+    """The resource best fit keeps whole: GPUs when the gang asks for any, else CPU."""
+    demanded = {r for g in request.groups for r, u in g.demand.items() if u > 0}
+    if GPU_RESOURCE in demanded:
+        return GPU_RESOURCE
+    return "cpu" if "cpu" in demanded or not demanded else sorted(demanded)[0]

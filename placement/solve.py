@@ -1,0 +1,51 @@
+"""``solve``: the one entry point. Checks the request, resolves it against the view, runs the named policy.
+
+Policies (``SolveOptions.policy``), all behind this call so the benchmark compares like with like:
+
+- ``cpsat`` — the CP-SAT model (all-or-nothing, topology-aware, optimal within the time limit);
+- ``topology-greedy`` — all-or-nothing, tightest domain first (KAI-like);
+- ``gang-best-fit`` — all-or-nothing, topology-blind best fit;
+- ``first-fit`` and ``spread`` — pod by pod with no gang, like kube-scheduler without gang support.
+
+Partial results: only ``first-fit`` and ``spread`` ever return one. Their status is ``Placed`` only when every
+guaranteed pod got a node; otherwise ``Infeasible``, but ``assignment`` still holds the pods they did place
+(a kube-scheduler without gangs binds those and strands their GPUs, which is what the benchmark measures).
+Gang policies return an empty assignment unless the whole gang fits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from placement.cpsat.policy import solve_cpsat
+from placement.greedy.baselines import first_fit, gang_best_fit, spread, topology_greedy_policy
+from placement.problem import InvalidRequest, Problem, prepare
+from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+
+__all__ = ["POLICIES", "solve"]
+
+POLICIES: dict[str, Callable[[Problem, SolveOptions], Result]] = {
+    "cpsat": solve_cpsat,
+    "topology-greedy": topology_greedy_policy,
+    "gang-best-fit": gang_best_fit,
+    "first-fit": first_fit,
+    "spread": spread,
+}
+
+
+def solve(request: GangRequest, view: ClusterView, options: SolveOptions | None = None) -> Result:
+    """Place one gang on a frozen view. Never raises for bad input: a malformed request or unknown policy gets
+    ``Status.INVALID`` with the field and the rule in ``reason``."""
+    options = options or SolveOptions()
+    started = time.perf_counter()
+    policy = POLICIES.get(options.policy)
+    try:
+        if policy is None:
+            raise InvalidRequest(f"options.policy must be one of {', '.join(POLICIES)}; got {options.policy!r}")
+        problem = prepare(request, view, options)
+    except InvalidRequest as error:
+        return Result(status=Status.INVALID, reason=str(error), solve_seconds=time.perf_counter() - started)
+    result = policy(problem, options)
+    return replace(result, solve_seconds=time.perf_counter() - started)

@@ -1,0 +1,113 @@
+"""Property tests: on small random clusters and gangs, cpsat agrees with a brute-force oracle.
+
+- cpsat places the gang if and only if some feasible plan exists;
+- its plan never breaks capacity, eligibility, required packs or minReplicas (checked by the validator);
+- its plan is as good as the oracle's best under the independent scorer (``placement.objective.evaluate``);
+- every baseline's result is sound for what it promises, and no greedy plan beats the oracle.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement import POLICIES, ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
+from placement.objective import counts_of, evaluate
+from placement.problem import prepare
+from placement.validation import violations
+from tests.placement.oracle import all_plans, to_assignment
+from topology import HostSpec, Topology
+
+ZONE = "topology.kubernetes.io/zone"
+CLIQUE = "nvidia.com/gpu.clique"
+HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> ClusterView:
+    count = draw(st.integers(2, 4))
+    hosts = []
+    free = {}
+    for i in range(count):
+        name = f"n{i}"
+        labels = {HOSTNAME: name}
+        zone = draw(st.sampled_from(["z0", "z1", None]))
+        if zone:
+            labels[ZONE] = zone
+        clique = draw(st.sampled_from(["c0", "c1", "c2", None]))
+        if clique:
+            labels[CLIQUE] = clique
+        gpus = draw(st.sampled_from([4, 8]))
+        cpus = draw(st.sampled_from([2000, 4000]))
+        hosts.append(HostSpec(name, labels, {GPU: gpus, "cpu": cpus}))
+        free[name] = {GPU: draw(st.integers(0, gpus)), "cpu": draw(st.sampled_from([cpus, cpus // 2, 0]))}
+    return ClusterView(Topology(hosts), free)
+
+
+@st.composite
+def gangs(draw: st.DrawFn, nodes: list[str]) -> GangRequest:
+    groups = []
+    for g in range(draw(st.integers(1, 2))):
+        pods = draw(st.integers(1, 3))
+        eligible = draw(st.none() | st.frozensets(st.sampled_from(nodes), min_size=1))
+        demand = {GPU: draw(st.sampled_from([1, 2, 4]))}
+        if draw(st.booleans()):
+            demand["cpu"] = draw(st.sampled_from([500, 1000]))
+        name = f"g{g}"
+        pod_keys = tuple(f"ns/{name}-{i}" for i in range(pods))
+        groups.append(GroupRequest(name, pod_keys, demand, draw(st.integers(0, pods)), eligible))
+    names = [g.name for g in groups]
+    keys = st.sampled_from([ZONE, CLIQUE, HOSTNAME])
+    packs = draw(
+        st.lists(
+            st.builds(
+                PackScope,
+                st.lists(st.sampled_from(names), min_size=1, unique=True).map(tuple),
+                st.none() | keys,
+                st.none() | keys,
+            ),
+            max_size=2,
+        )
+    )
+    return GangRequest("ns", "gang", tuple(groups), tuple(packs))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[GangRequest, ClusterView]:
+    view = draw(clusters())
+    return draw(gangs(sorted(view.topology.hosts))), view
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_cpsat_matches_the_oracle(case: tuple[GangRequest, ClusterView]) -> None:
+    request, view = case
+    problem = prepare(request, view)
+    scores = [evaluate(problem, counts_of(problem, to_assignment(request, p))) for p in all_plans(request, view)]
+    result = solve(request, view, SolveOptions(time_limit_seconds=5))
+    if not scores:
+        assert result.status == Status.INFEASIBLE, result
+        assert result.reason and not result.assignment
+        return
+    assert result.status == Status.PLACED, (result.reason, min(scores))
+    assert violations(request, view, result) == []
+    assert result.objective_parts["gap"] == 0
+    assert evaluate(problem, counts_of(problem, result.assignment)) == min(scores)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases())
+def test_baselines_are_sound_and_never_beat_the_oracle(case: tuple[GangRequest, ClusterView]) -> None:
+    request, view = case
+    problem = prepare(request, view)
+    scores = [evaluate(problem, counts_of(problem, to_assignment(request, p))) for p in all_plans(request, view)]
+    for policy in POLICIES:
+        result = solve(request, view, SolveOptions(policy=policy, time_limit_seconds=5))
+        gang = policy in ("cpsat", "topology-greedy", "gang-best-fit")
+        blind = policy in ("first-fit", "spread", "gang-best-fit")
+        assert violations(request, view, result, partial_ok=not gang, packs_ok=blind) == [], policy
+        if result.status == Status.PLACED and not blind:
+            assert scores and evaluate(problem, counts_of(problem, result.assignment)) >= min(scores), policy
+        if gang and not scores:
+            assert result.status == Status.INFEASIBLE, policy
