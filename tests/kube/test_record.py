@@ -13,8 +13,8 @@ import pytest
 from scheduler.cli import main
 from scheduler.kube.scrub import scrub
 from scheduler.snapshot import load_snapshot
-from tests import kube_objects as k
-from tests.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
+from tests.kube import objects as k
+from tests.kube.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
 
 SECRET_VALUES = ("hf_secret_value", "s3cr3t-password", "--token=abc123", "last-applied-body")
 
@@ -101,7 +101,8 @@ def test_record_round_trips_through_snapshot_inspect(
     capsys.readouterr()
     assert main(["snapshot", "inspect", str(target), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["nodes"] == 2 and summary["gpus_total"] == 16 and summary["bound_pods"] == 1
+    assert summary["nodes"] == 2 and summary["gpus"] == {"total": 16, "free": 12} and summary["bound_pods"] == 1
+    assert [g["gang"] for g in summary["pending_gangs"]] == ["default/g"]
 
 
 def test_missing_grove_crds_are_skipped_not_fatal(fake: FakeApiServer, tmp_path: Path) -> None:
