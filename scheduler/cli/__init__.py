@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import (
+    bench,
     reconcile,
     record,
     serve,
@@ -21,6 +22,7 @@ COMMANDS: tuple[Registrar, ...] = (
     serve.register,
     reconcile.register,
     record.register,
+    bench.register,
 )
 
 
