@@ -50,7 +50,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         problem,
         hint=hint,
         lower=bounds.lexicographic,
-        time_limit=deadline - time.perf_counter(),
+        deadline=deadline,
         workers=options.workers,
     )
     if outcome.state == "infeasible":
@@ -88,7 +88,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
         if sub_hint is not None and evaluate(sub, sub_hint) == bound:
             found: Counts | None = sub_hint
         else:
-            outcome = solve_model(sub, hint=sub_hint, lower=bound, time_limit=remaining, workers=options.workers)
+            outcome = solve_model(sub, hint=sub_hint, lower=bound, deadline=deadline, workers=options.workers)
             models += 1
             proven = proven and outcome.state in ("optimal", "infeasible")
             found = outcome.counts if outcome.state in ("optimal", "feasible") else sub_hint
