@@ -202,11 +202,13 @@ class PodCliqueSetTemplate(_Kept):
     priorityClassName: str | None = None
     topologyConstraint: TopologyConstraint | None = None
     terminationDelay: str | None = None
+    headlessServiceConfig: dict[str, Any] | None = None
     podCliqueScalingGroups: list[PodCliqueScalingGroupConfig] = Field(default_factory=list)
 
 
 class PodCliqueSetSpec(_Kept):
     replicas: int = 0
+    updateStrategy: dict[str, Any] | None = None
     template: PodCliqueSetTemplate
 
 

@@ -15,10 +15,19 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
-from api.grove import GANG_GATE, LABEL_PODGANG, PodGang
+from api.grove import GANG_GATE, LABEL_PODGANG, ClusterTopologyBinding, PodGang
 from api.kube import Node, Pod
 
-__all__ = ["NodeBuilder", "PodBuilder", "PodGangBuilder", "make_node", "make_pod", "make_podgang"]
+__all__ = [
+    "NodeBuilder",
+    "PodBuilder",
+    "PodGangBuilder",
+    "TopologyBindingBuilder",
+    "make_node",
+    "make_pod",
+    "make_podgang",
+    "make_topology_binding",
+]
 
 GPU = "nvidia.com/gpu"
 LABEL_PODCLIQUE = "grove.io/podclique"
@@ -303,6 +312,22 @@ class PodGangBuilder:
         return PodGang.model_validate(self.dict())
 
 
+class TopologyBindingBuilder:
+    def __init__(self, name: str, levels: Sequence[tuple[str, str]]) -> None:
+        self._d: dict[str, Any] = {
+            "apiVersion": "grove.io/v1alpha1",
+            "kind": "ClusterTopologyBinding",
+            "metadata": {"name": name},
+            "spec": {"levels": [{"domain": domain, "key": key} for domain, key in levels]},
+        }
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self._d)
+
+    def obj(self) -> ClusterTopologyBinding:
+        return ClusterTopologyBinding.model_validate(self.dict())
+
+
 def _constraint(required: str | None, preferred: str | None) -> dict[str, Any]:
     pack = {key: value for key, value in (("required", required), ("preferred", preferred)) if value}
     return {"packConstraint": pack}
@@ -318,3 +343,8 @@ def make_pod(name: str) -> PodBuilder:
 
 def make_podgang(name: str) -> PodGangBuilder:
     return PodGangBuilder(name)
+
+
+def make_topology_binding(name: str, levels: Sequence[tuple[str, str]]) -> TopologyBindingBuilder:
+    """A Grove ClusterTopologyBinding; ``levels`` are ``(domain, node-label key)`` pairs, broad → narrow."""
+    return TopologyBindingBuilder(name, levels)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from api.grove import ClusterTopologyBinding
 from api.kube import Node
 from scheduler.cluster_view import (
     LevelsError,
@@ -19,21 +18,11 @@ from scheduler.cluster_view import (
     snapshot_view,
 )
 from scheduler.snapshot import parse_snapshot
-from tests.builders import make_node, make_pod
+from tests.builders import make_node, make_pod, make_topology_binding
 
 ZONE = "topology.kubernetes.io/zone"
 CLIQUE = "nvidia.com/gpu.clique"
 RACK = "example.com/rack"
-
-
-def _binding(name: str, levels: list[tuple[str, str]]) -> ClusterTopologyBinding:
-    return ClusterTopologyBinding.model_validate(
-        {
-            "kind": "ClusterTopologyBinding",
-            "metadata": {"name": name},
-            "spec": {"levels": [{"domain": d, "key": k} for d, k in levels]},
-        }
-    )
 
 
 def _nodes() -> list[Node]:
@@ -94,7 +83,7 @@ def test_missing_levels_file() -> None:
 def test_levels_file_beats_binding_beats_defaults(tmp_path: Path) -> None:
     path = tmp_path / "levels.yaml"
     path.write_text(f"- {{domain: zone, key: {ZONE}}}\n")
-    binding = _binding("b", [("rack", RACK)])
+    binding = make_topology_binding("b", [("rack", RACK)]).obj()
     by_file = choose_levels(levels_file=path, bindings=[binding])
     assert by_file is not None and [level.name for level in by_file] == ["zone", "host"]
     by_binding = choose_levels(bindings=[binding])
@@ -103,7 +92,12 @@ def test_levels_file_beats_binding_beats_defaults(tmp_path: Path) -> None:
 
 
 def test_several_bindings_pick_the_first_by_name() -> None:
-    levels = choose_levels(bindings=[_binding("zz", [("zone", ZONE)]), _binding("aa", [("rack", RACK)])])
+    levels = choose_levels(
+        bindings=[
+            make_topology_binding("zz", [("zone", ZONE)]).obj(),
+            make_topology_binding("aa", [("rack", RACK)]).obj(),
+        ]
+    )
     assert levels is not None and levels[0].name == "rack"
 
 
@@ -132,7 +126,7 @@ def test_over_committed_node_has_nothing_free() -> None:
 
 def test_cluster_view_and_snapshot_view_agree() -> None:
     node_dicts = [make_node("a").gpus(8).label(RACK, "r1").dict(), make_node("b").gpus(8).label(RACK, "r1").dict()]
-    binding = {"apiVersion": "grove.io/v1alpha1", **_binding("t", [("rack", RACK)]).to_json_dict()}
+    binding = make_topology_binding("t", [("rack", RACK)]).dict()
     pod = make_pod("p").gpus(6).on("b").dict()
     snapshot = parse_snapshot({"kind": "List", "items": [*node_dicts, pod, binding]})
     view = snapshot_view(snapshot)

@@ -1,4 +1,8 @@
-"""``grove-extender snapshot inspect FILE [--json]``: what a snapshot holds, at a glance."""
+"""``grove-extender snapshot inspect FILE [--json] [--levels FILE]``: what a snapshot holds, at a glance.
+
+Errors in the input (a bad snapshot or levels file) print one line to stderr and exit 2, never a traceback:
+users point this at hand-edited dumps first.
+"""
 
 from __future__ import annotations
 
@@ -7,55 +11,87 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from api.grove import LABEL_PODGANG
-from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
+from scheduler.cluster_view import LevelsError
+from scheduler.snapshot import SnapshotError, load_snapshot
+from scheduler.snapshot_summary import summarise
 
-GPU = "nvidia.com/gpu"
+__all__ = ["register", "run_inspect"]
+
+_RIGHT: JustifyMethod = "right"
+MAX_DOMAIN_ROWS = 24  # per level in the human view; --json lists every domain
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("snapshot", help="work with cluster snapshots")
     verbs = parser.add_subparsers(dest="snapshot_command", required=True)
-    inspect = verbs.add_parser("inspect", help="summarise a snapshot: nodes, GPUs, bound pods, pending gangs")
+    inspect = verbs.add_parser(
+        "inspect", help="summarise a snapshot: nodes, GPUs, free GPUs per topology domain, bound pods, pending gangs"
+    )
     inspect.add_argument("file", help="a Kubernetes List (JSON or YAML, optionally gzip)")
-    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON (shape: version 1)")
+    inspect.add_argument(
+        "--levels",
+        metavar="FILE",
+        help="topology levels (YAML/JSON list of {domain, key}); overrides a ClusterTopologyBinding and defaults",
+    )
     inspect.set_defaults(handler=run_inspect)
-
-
-def summarise(snapshot: Snapshot) -> dict[str, Any]:
-    bound = [pod for pod in snapshot.pods if pod.spec.nodeName and not pod.terminal]
-    pending: dict[str, list[int]] = {}
-    for pod in snapshot.pods:
-        gang = pod.metadata.labels.get(LABEL_PODGANG)
-        if gang and not pod.spec.nodeName and not pod.terminal:
-            pending.setdefault(f"{pod.metadata.namespace}/{gang}", []).append(pod.requests().get(GPU, 0))
-    return {
-        "nodes": len(snapshot.nodes),
-        "gpus_total": sum(node.allocatable().get(GPU, 0) for node in snapshot.nodes),
-        "bound_pods": len(bound),
-        "pending_gangs": [{"gang": key, "pods": len(gpus), "gpus": sum(gpus)} for key, gpus in sorted(pending.items())],
-    }
 
 
 def run_inspect(args: argparse.Namespace) -> int:
     try:
-        snapshot = load_snapshot(args.file)
-    except SnapshotError as err:
-        print(f"error: {err}", file=sys.stderr)
+        summary = summarise(load_snapshot(args.file), levels_file=args.levels)
+    except (SnapshotError, LevelsError) as err:
+        # One line even when the parser's own message spans several (YAML's do).
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
         return 2
-    summary = summarise(snapshot)
     if args.json:
         print(json.dumps(summary, indent=2))
-        return 0
-    console = Console()
-    console.print(f"{summary['nodes']} nodes, {summary['gpus_total']} GPUs, {summary['bound_pods']} bound pods")
-    table = Table(title="pending gangs")
-    for column in ("gang", "pods", "GPUs"):
-        table.add_column(column)
-    for gang in summary["pending_gangs"]:
-        table.add_row(gang["gang"], str(gang["pods"]), str(gang["gpus"]))
-    console.print(table)
+    else:
+        _render(summary, Console())
     return 0
+
+
+def _render(summary: dict[str, Any], console: Console) -> None:
+    gpus = summary["gpus"]
+    console.print(
+        f"[bold]{summary['nodes']}[/] nodes ({summary['unschedulable_nodes']} unschedulable), "
+        f"[bold]{gpus['total']}[/] GPUs, [bold]{gpus['free']}[/] free, "
+        f"[bold]{summary['bound_pods']}[/] bound pods"
+    )
+    console.print("levels: " + " → ".join(level["name"] for level in summary["levels"]))
+    # A level with one domain (one region, one spine…) says nothing per domain: one line for all of those.
+    single = [(level, rows[0]) for level, rows in summary["domains"].items() if len(rows) == 1]
+    if single:
+        console.print("one domain: " + ", ".join(f"{level} {row['domain']}" for level, row in single))
+    for level, domains in summary["domains"].items():
+        if len(domains) == 1:
+            continue
+        table = Table(title=f"free GPUs per {level} domain", title_justify="left")
+        table.add_column("domain")
+        for column in ("nodes", "GPUs", "free"):
+            table.add_column(column, justify=_RIGHT)
+        for row in domains[:MAX_DOMAIN_ROWS]:
+            table.add_row(row["domain"], str(row["nodes"]), str(row["gpus_total"]), str(row["gpus_free"]))
+        if len(domains) > MAX_DOMAIN_ROWS:
+            table.add_row(f"… {len(domains) - MAX_DOMAIN_ROWS} more (see --json)", "", "", "")
+        console.print(table)
+    gangs = Table(title="pending gangs", title_justify="left")
+    for column in ("gang", "groups", "pods (min)", "gated", "GPUs (min)", "note"):
+        gangs.add_column(column)
+    for gang in summary["pending_gangs"]:
+        gangs.add_row(
+            gang["gang"],
+            str(gang["groups"]),
+            f"{gang['pods']} ({gang['min_pods']})",
+            str(gang["gated_pods"]),
+            "?" if gang["gpus"] is None else f"{gang['gpus']} ({gang['min_gpus']})",
+            gang["error"] or "",
+        )
+    console.print(gangs)
+    if summary["pending_pods_without_gang"]:
+        console.print(f"{summary['pending_pods_without_gang']} pending pods belong to no gang")
+    if summary["ignored_kinds"]:
+        console.print("ignored kinds: " + ", ".join(f"{k} ×{n}" for k, n in summary["ignored_kinds"].items()))

@@ -1,0 +1,97 @@
+"""``grove-extender reconcile``: run the PodCliqueSet reconciler against a cluster, or print what it would create."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.reconcile.dryrun import DryRunRejected, dry_run
+
+__all__ = ["register"]
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "reconcile",
+        help="turn PodCliqueSets into PodGangs and gated pods (runs without the Grove operator)",
+        description="Watch PodCliqueSets, PodGangs and their pods and converge them the way Grove's operator does; "
+        "or, with --dry-run, print the objects it would create for a PodCliqueSet file on an empty cluster.",
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else ~/.kube/config)")
+    parser.add_argument("--namespace", help="only this namespace (default: all)")
+    parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
+    parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
+    parser.add_argument("--dry-run", action="store_true", help="print the objects it would create; no cluster access")
+    parser.add_argument("-f", "--filename", type=Path, help="with --dry-run: PodCliqueSet YAML/JSON (and bindings)")
+    parser.add_argument(
+        "-o", "--output", choices=("json", "yaml"), default="yaml", help="with --dry-run (default yaml)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="with --dry-run: seed of the pod-name suffixes")
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _dry_run(args)
+    if args.filename:
+        print("reconcile: -f is only used with --dry-run", file=sys.stderr)
+        return 2
+    return _serve(args)
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    objects: list[dict[str, Any]] = []
+    for doc in documents:
+        if not isinstance(doc, dict):
+            raise DryRunRejected(f"{path}: every document must be a Kubernetes object, got {type(doc).__name__}")
+        objects += doc.get("items", []) if str(doc.get("kind", "")).endswith("List") else [doc]
+    return objects
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    if args.filename is None:
+        print("reconcile --dry-run: -f PCS.yaml is required", file=sys.stderr)
+        return 2
+    try:
+        result = dry_run(_load(args.filename), scheduler_name=args.scheduler_name, seed=args.seed)
+    except (OSError, yaml.YAMLError, DryRunRejected) as err:
+        print(f"reconcile --dry-run: {err}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        yaml.safe_dump(result, sys.stdout, sort_keys=False)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
+    from scheduler.reconcile.controller import Reconciler
+    from scheduler.reconcile.kube import KubeApi, KubeconfigError, load_api_client
+
+    try:
+        api_client = load_api_client(args.kubeconfig)
+    except KubeconfigError as err:
+        print(f"reconcile: {err}", file=sys.stderr)
+        return 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    api = KubeApi(api_client, namespace=args.namespace)
+    api.start_watches(stop)
+    log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
+    Reconciler(api, scheduler_name=args.scheduler_name).run(stop=stop, resync_seconds=args.resync_seconds)
+    return 0

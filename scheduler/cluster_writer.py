@@ -1,0 +1,131 @@
+"""Everything the extender writes to the cluster, behind one small interface.
+
+``ClusterWriter`` is synchronous because the official Kubernetes client is; the coordinator calls it through
+``asyncio.to_thread`` so a slow API server never blocks the event loop. ``scheduler.kube.writer`` holds the real
+implementation; ``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from scheduler.state.store import ClusterStore
+
+__all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "RecordedEvent", "WriteError"]
+
+
+class WriteError(Exception):
+    """A write the API server refused. The message is shown to users: kube-scheduler copies a bind error into the
+    pod's ``FailedScheduling`` event."""
+
+
+class ClusterWriter(Protocol):
+    """Writes to the API server. Every method may be called from several threads at once and either succeeds or
+    raises ``WriteError``; none retries on its own (the caller decides, kube-scheduler retries failed binds)."""
+
+    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST ``pods/{name}/binding`` placing the pod (by UID, so a re-created pod is never bound by mistake)."""
+        ...
+
+    def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Merge-patch the PodGang's ``status`` subresource with ``status``."""
+        ...
+
+    def record_event(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        """Create a core/v1 Event about the object (best effort: callers log and ignore a failure)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Binding:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    namespace: str
+    kind: str
+    name: str
+    reason: str
+    message: str
+    type: str
+
+
+class InMemoryClusterWriter:
+    """Records every write and, when given a store, applies it there as the API server plus a watch would:
+    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang.
+
+    ``refuse_binds`` holds ``namespace/name`` keys whose bind is refused, to exercise failure paths.
+    """
+
+    def __init__(self, store: ClusterStore | None = None) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self.bindings: list[Binding] = []
+        self.statuses: list[tuple[str, dict[str, Any]]] = []
+        self.events: list[RecordedEvent] = []
+        self.refuse_binds: set[str] = set()
+
+    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        key = f"{namespace}/{name}"
+        if key in self.refuse_binds:
+            raise WriteError(f"binding {key} to {node} refused")
+        with self._lock:
+            if self._store is not None:
+                pod = self._store.pod(key)
+                if pod is None or (uid and pod.metadata.uid and pod.metadata.uid != uid):
+                    raise WriteError(f'pods "{name}" not found in namespace {namespace}')
+                if pod.spec.nodeName:
+                    raise WriteError(f'pod {key} is already assigned to node "{pod.spec.nodeName}"')
+                if self._store.node(node) is None:
+                    raise WriteError(f'node "{node}" not found')
+                bound = pod.model_copy(update={"spec": pod.spec.model_copy(update={"nodeName": node})})
+                self._store.apply("Pod", "MODIFIED", bound)
+            self.bindings.append(Binding(namespace=namespace, name=name, uid=uid, node=node))
+
+    def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            self.statuses.append((key, status))
+            gang = self._store.podgang(key) if self._store is not None else None
+            if gang is None or self._store is None:
+                return
+            merged = {**(gang.status.to_json_dict() if gang.status else {}), **status}
+            updated = gang.model_validate({**gang.to_json_dict(), "status": merged})
+        self._store.apply("PodGang", "MODIFIED", updated)
+
+    def record_event(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        with self._lock:
+            self.events.append(
+                RecordedEvent(namespace=namespace, kind=kind, name=name, reason=reason, message=message, type=type)
+            )
+
+    def bound_nodes(self) -> dict[str, str]:
+        """Pod key → node of every recorded binding."""
+        with self._lock:
+            return {f"{b.namespace}/{b.name}": b.node for b in self.bindings}

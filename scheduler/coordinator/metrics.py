@@ -1,0 +1,72 @@
+"""The coordinator's Prometheus metrics, registered in a registry handed in (one per app, never the global one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["CoordinatorMetrics"]
+
+_SOLVE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+class _StateGauges(Collector):
+    """Gangs by state and reservations held, read from the coordinator at scrape time (no bookkeeping to drift)."""
+
+    def __init__(self, gangs_by_state: Callable[[], Mapping[str, int]], reservations: Callable[[], int]) -> None:
+        self._gangs_by_state = gangs_by_state
+        self._reservations = reservations
+
+    def collect(self) -> Iterator[Metric]:
+        gangs = GaugeMetricFamily("grove_extender_gangs", "Gangs the extender tracks, by state.", labels=["state"])
+        for state, count in sorted(self._gangs_by_state().items()):
+            gangs.add_metric([state], count)
+        yield gangs
+        yield GaugeMetricFamily(
+            "grove_extender_reservations",
+            "Pods holding a reservation (planned, not yet bound).",
+            value=self._reservations(),
+        )
+
+
+class CoordinatorMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.plans = Counter(
+            "grove_extender_plans_total", "Gang plans computed, by outcome.", ["outcome"], registry=registry
+        )
+        self.replans = Counter(
+            "grove_extender_replans_total", "Plans dropped and recomputed, by cause.", ["cause"], registry=registry
+        )
+        self.solve_seconds = Histogram(
+            "grove_extender_solve_seconds", "Time the solver took per plan.", buckets=_SOLVE_BUCKETS, registry=registry
+        )
+        self.barrier_wait_seconds = Histogram(
+            "grove_extender_barrier_wait_seconds",
+            "Time a bind call waited for the rest of its gang.",
+            buckets=_WAIT_BUCKETS,
+            registry=registry,
+        )
+        self.barrier_timeouts = Counter(
+            "grove_extender_barrier_timeouts_total",
+            "Bind calls answered Error because their gang did not complete in time (nothing bound).",
+            registry=registry,
+        )
+        self.binds = Counter(
+            "grove_extender_binds_total", "Pod bindings issued, by result.", ["result"], registry=registry
+        )
+        self.preemption_vetoes = Counter(
+            "grove_extender_preemption_vetoes_total",
+            "Nodes removed from a preemption proposal because their victims would break a bound gang.",
+            registry=registry,
+        )
+        self.reservations_expired = Counter(
+            "grove_extender_reservations_expired_total", "Gang reservations dropped by their TTL.", registry=registry
+        )
+
+    def watch_state(self, *, gangs_by_state: Callable[[], Mapping[str, int]], reservations: Callable[[], int]) -> None:
+        self.registry.register(_StateGauges(gangs_by_state, reservations))

@@ -1,0 +1,118 @@
+"""What we read from the API server and how: resource descriptors and a paginated, consistent list."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from scheduler.kube.connect import READ_TIMEOUT, response_json
+
+__all__ = [
+    "CLUSTER_TOPOLOGY_BINDINGS",
+    "NODES",
+    "PODCLIQUESETS",
+    "PODGANGS",
+    "PODS",
+    "ListExpiredError",
+    "Resource",
+    "list_all",
+]
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+_LIST_ATTEMPTS = 3
+
+
+class ListExpiredError(RuntimeError):
+    """A paginated list kept expiring (its continue token outlived etcd's compaction) and never completed."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource to list or watch across all namespaces."""
+
+    kind: str
+    api_version: str  # "v1" for core, "group/version" otherwise
+    plural: str
+    field_selector: str | None = None
+
+    def list_call(self, api_client: client.ApiClient) -> Callable[..., Any]:
+        """The generated client's cluster-wide list (and, with ``watch=True``, watch) method."""
+        group, _, version = self.api_version.rpartition("/")
+        if group:
+            custom = client.CustomObjectsApi(api_client)
+            return functools.partial(custom.list_cluster_custom_object, group, version, self.plural)
+        core = client.CoreV1Api(api_client)
+        calls: dict[str, Callable[..., Any]] = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces}
+        return calls[self.plural]
+
+    def stamp(self, item: dict[str, Any]) -> dict[str, Any]:
+        """Items of a core list come without ``kind``/``apiVersion``; a snapshot needs them on every item."""
+        item.setdefault("kind", self.kind)
+        item.setdefault("apiVersion", self.api_version)
+        return item
+
+
+NODES = Resource(kind="Node", api_version="v1", plural="nodes")
+# Like kube-scheduler's own pod informer: finished pods hold no capacity, so they are neither listed nor watched
+# (a pod that finishes arrives as DELETED).
+PODS = Resource(
+    kind="Pod", api_version="v1", plural="pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
+)
+PODGANGS = Resource(kind="PodGang", api_version="scheduler.grove.io/v1alpha1", plural="podgangs")
+PODCLIQUESETS = Resource(kind="PodCliqueSet", api_version="grove.io/v1alpha1", plural="podcliquesets")
+CLUSTER_TOPOLOGY_BINDINGS = Resource(
+    kind="ClusterTopologyBinding", api_version="grove.io/v1alpha1", plural="clustertopologybindings"
+)
+
+
+def list_all(
+    api_client: client.ApiClient,
+    resource: Resource,
+    *,
+    page_size: int = PAGE_SIZE,
+    on_page: Callable[[int], None] | None = None,
+) -> tuple[list[dict[str, Any]], str]:
+    """Every item of ``resource`` and the list's resourceVersion (the point a watch resumes from).
+
+    Pages of ``page_size`` keep the API server's memory flat on large clusters. The pages form one consistent
+    snapshot; if the continue token expires half-way, the list restarts from scratch rather than mixing two points
+    in time. ``on_page`` hears the number of items fetched so far.
+    """
+    call = resource.list_call(api_client)
+    for attempt in range(1, _LIST_ATTEMPTS + 1):
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        version = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False, "_request_timeout": READ_TIMEOUT}
+            if token:
+                kwargs["_continue"] = token
+            if resource.field_selector:
+                kwargs["field_selector"] = resource.field_selector
+            try:
+                body = response_json(call(**kwargs))
+            except ApiException as err:
+                if err.status == 410 and token:
+                    log.warning("list expired mid-way kind=%s attempt=%d; restarting", resource.kind, attempt)
+                    break
+                raise
+            metadata = body.get("metadata") or {}
+            version = version or str(metadata.get("resourceVersion") or "")
+            items.extend(resource.stamp(item) for item in body.get("items") or [])
+            if on_page is not None:
+                on_page(len(items))
+            token = metadata.get("continue") or None
+            if token is None:
+                return items, version
+    raise ListExpiredError(
+        f"listing {resource.plural} expired {_LIST_ATTEMPTS} times in a row: the API server compacts faster "
+        "than the pages arrive; retry with a larger page size"
+    )

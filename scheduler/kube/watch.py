@@ -1,0 +1,284 @@
+"""List + watch Nodes, Pods and PodGangs into the cluster store, one thread per kind.
+
+Each thread lists (``store.replace``), then watches from the list's resourceVersion and applies every event
+(``store.apply``). When the API server says the resourceVersion is too old (410 Gone: etcd compacted past it, as
+happens after a long disconnect) the thread lists again and replaces, so the store ends exactly where the API is and
+no change is lost. Bookmarks move the resume point forward without an object change, which keeps a quiet watch
+from expiring. Any other failure waits with capped, jittered exponential back-off and resumes from the last
+resourceVersion. ``store.mark_synced()`` is called once every kind has been listed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, ValidationError
+from urllib3.exceptions import HTTPError
+
+from api.grove import PodGang
+from api.kube import Node, Pod
+from scheduler.kube.connect import describe_error
+from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_all
+
+__all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["Node", "Pod", "PodGang"]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Model = Node | Pod | PodGang
+
+
+class WatchedStore(Protocol):
+    """What the watchers need of ``scheduler.state.store.ClusterStore`` (and all they call on it)."""
+
+    def replace(self, kind: Kind, objects: list[Model]) -> None:
+        """Afterwards ``kind`` holds exactly ``objects`` (a list or relist result)."""
+
+    def apply(self, kind: Kind, event_type: EventType, obj: Model) -> None:
+        """One watch event; replays of known events must be harmless."""
+
+    def mark_synced(self) -> None:
+        """Every kind has been listed once."""
+
+
+@dataclass
+class Backoff:
+    """Capped exponential back-off with full jitter, so replicas that lost the API together do not return together."""
+
+    initial: float = 0.5
+    cap: float = 30.0
+    _next: float = 0.0
+
+    def delay(self) -> float:
+        self._next = min(self.cap, max(self.initial, self._next * 2))
+        return random.uniform(self._next / 2, self._next)
+
+    def reset(self) -> None:
+        self._next = 0.0
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is gone: relist."""
+
+
+@dataclass(frozen=True)
+class _Watched:
+    kind: Kind
+    resource: Resource
+    model: type[BaseModel]
+
+
+_WATCHED = (_Watched("Node", NODES, Node), _Watched("Pod", PODS, Pod), _Watched("PodGang", PODGANGS, PodGang))
+
+
+class _SyncLatch:
+    """Calls ``mark_synced`` once, when the last kind finishes its first list."""
+
+    def __init__(self, store: WatchedStore, kinds: set[Kind]) -> None:
+        self._store = store
+        self._pending = set(kinds)
+        self._lock = threading.Lock()
+
+    def listed(self, kind: Kind) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+            self._pending.discard(kind)
+            done = not self._pending
+        if done:
+            log.info("cluster state synced kinds=%s", ",".join(w.kind for w in _WATCHED))
+            self._store.mark_synced()
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """Newline-delimited JSON events from a chunked watch response, however the chunks split them."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if buffer.strip():
+        yield buffer
+
+
+class _Watcher:
+    def __init__(
+        self,
+        *,
+        watched: _Watched,
+        api_client: ApiClient,
+        store: WatchedStore,
+        stop: threading.Event,
+        latch: _SyncLatch,
+        watch_timeout: int,
+        backoff: Backoff,
+    ) -> None:
+        self._watched = watched
+        self._api_client = api_client
+        self._call = watched.resource.list_call(api_client)
+        self._store = store
+        self._stop = stop
+        self._latch = latch
+        self._watch_timeout = watch_timeout
+        self._backoff = backoff
+        self._response: Any = None
+        self._response_lock = threading.Lock()
+        self.relists = 0
+
+    @property
+    def kind(self) -> Kind:
+        return self._watched.kind
+
+    def run(self) -> None:
+        kind = self._watched.kind
+        version: str | None = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = self._relist()
+                version = self._watch(version)
+                self._backoff.reset()
+            except _Expired:
+                log.info("watch expired kind=%s resourceVersion=%s; relisting", kind, version)
+                version = None
+            except (ApiException, HTTPError, OSError, ValueError) as err:
+                if self._stop.is_set():
+                    break
+                if isinstance(err, ApiException) and err.status == 410:
+                    version = None
+                delay = self._backoff.delay()
+                log.warning("watch failed kind=%s error=%s retry_in=%.1fs", kind, describe_error(err), delay)
+                self._stop.wait(delay)
+        log.info("watch stopped kind=%s", kind)
+
+    def interrupt(self) -> None:
+        """Unblock a thread parked in a socket read so it notices ``stop`` now, not at the next event."""
+        with self._response_lock:
+            response = self._response
+        if response is not None:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
+            (shutdown or response.close)()
+
+    def _relist(self) -> str:
+        raw, version = list_all(self._api_client, self._watched.resource)
+        objects = [obj for obj in (self._parse(item) for item in raw) if obj is not None]
+        self._store.replace(self._watched.kind, objects)
+        self.relists += 1
+        log.info("listed kind=%s count=%d resourceVersion=%s", self._watched.kind, len(objects), version)
+        self._latch.listed(self._watched.kind)
+        return version
+
+    def _watch(self, version: str) -> str:
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "resource_version": version,
+            "allow_watch_bookmarks": True,
+            "timeout_seconds": self._watch_timeout,
+            "_preload_content": False,
+            # No read can legitimately stall past the server-side timeout; beyond that the connection is dead.
+            "_request_timeout": (5.0, self._watch_timeout + 30.0),
+        }
+        if self._watched.resource.field_selector:
+            kwargs["field_selector"] = self._watched.resource.field_selector
+        response = self._call(**kwargs)
+        with self._response_lock:
+            self._response = response
+        try:
+            if self._stop.is_set():
+                return version
+            for line in _lines(response):
+                version = self._handle(json.loads(line), version)
+                if self._stop.is_set():
+                    break
+        finally:
+            with self._response_lock:
+                self._response = None
+            # A watch left mid-stream has unread bytes: close it rather than hand the connection back to the pool.
+            response.close()
+            response.release_conn()
+        return version
+
+    def _handle(self, event: dict[str, Any], version: str) -> str:
+        event_type = event.get("type")
+        obj = event.get("object") or {}
+        if event_type == "ERROR":
+            if obj.get("code") == 410:
+                raise _Expired()
+            raise ValueError(f"watch error {obj.get('code')}: {obj.get('reason')}: {obj.get('message')}")
+        new_version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+        if event_type == "BOOKMARK":
+            return new_version
+        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("unknown watch event kind=%s type=%s", self._watched.kind, event_type)
+            return new_version
+        parsed = self._parse(self._watched.resource.stamp(obj))
+        if parsed is not None:
+            self._store.apply(self._watched.kind, event_type, parsed)
+        return new_version
+
+    def _parse(self, item: dict[str, Any]) -> Model | None:
+        try:
+            parsed: Model = self._watched.model.model_validate(item)  # type: ignore[assignment]
+        except ValidationError as err:
+            # One malformed object (a hand-written PodGang, say) must not stall the whole mirror: skip it, loudly.
+            meta = item.get("metadata") or {}
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            log.warning(
+                "skipping invalid object kind=%s name=%s/%s field=%s error=%s",
+                self._watched.kind,
+                meta.get("namespace", ""),
+                meta.get("name", "?"),
+                where,
+                first["msg"],
+            )
+            return None
+        return parsed
+
+
+def start_watchers(
+    *,
+    client: ApiClient,
+    store: WatchedStore,
+    stop: threading.Event,
+    watch_timeout: int = 300,
+    backoff: Callable[[], Backoff] = Backoff,
+) -> list[threading.Thread]:
+    """Start one daemon thread per kind (plus one that interrupts them on ``stop``) and return them.
+
+    ``watch_timeout`` is the server-side length of one watch request in seconds; the thread then re-watches from
+    where it was, which costs one request and no relist.
+    """
+    latch = _SyncLatch(store, {w.kind for w in _WATCHED})
+    watchers = [
+        _Watcher(
+            watched=w,
+            api_client=client,
+            store=store,
+            stop=stop,
+            latch=latch,
+            watch_timeout=watch_timeout,
+            backoff=backoff(),
+        )
+        for w in _WATCHED
+    ]
+    threads = [threading.Thread(target=w.run, name=f"watch-{w.kind}", daemon=True) for w in watchers]
+
+    def interrupt_on_stop() -> None:
+        stop.wait()
+        for watcher in watchers:
+            watcher.interrupt()
+
+    threads.append(threading.Thread(target=interrupt_on_stop, name="watch-stopper", daemon=True))
+    for thread in threads:
+        thread.start()
+    return threads

@@ -1,0 +1,287 @@
+"""``ReconcileApi`` over the official Kubernetes client, kept thin: REST paths and JSON through one ``ApiClient``.
+
+The generated typed API classes are not used: objects must round-trip as raw JSON (a user's pod spec, another
+controller's PodGang status), and one request helper keeps every call's path, verb and content type visible here.
+Watches run in daemon threads, turn events into PodCliqueSet keys, and relist on expiry (410 Gone) or any error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from kubernetes import client, config
+
+from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
+from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
+
+__all__ = ["KubeApi", "KubeconfigError", "load_api_client"]
+
+log = logging.getLogger(__name__)
+
+_GROVE = "/apis/grove.io/v1alpha1"
+_SCHEDULER = "/apis/scheduler.grove.io/v1alpha1"
+_COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
+    "Pod": ("/api/v1", "pods"),
+    "Service": ("/api/v1", "services"),
+    "PodGang": (_SCHEDULER, "podgangs"),
+    "PodCliqueSet": (_GROVE, "podcliquesets"),
+}
+_MERGE = "application/merge-patch+json"
+_WATCH_SECONDS = 300
+
+
+class KubeconfigError(ValueError):
+    """No usable cluster configuration; the message says which file or source failed and why."""
+
+
+def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+    """In-cluster config when no kubeconfig is given and we run in a pod; otherwise the kubeconfig file."""
+    # The config loaders carry no annotations; the ignores cover only that.
+    configuration = client.Configuration()
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except config.ConfigException:
+                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError) as err:
+        raise KubeconfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from err
+    return client.ApiClient(configuration)
+
+
+def _path(kind: str, namespace: str | None, name: str | None = None, subresource: str | None = None) -> str:
+    prefix, resource = _COLLECTIONS[kind]
+    path = f"{prefix}/namespaces/{namespace}/{resource}" if namespace else f"{prefix}/{resource}"
+    if name:
+        path += f"/{name}"
+    return f"{path}/{subresource}" if subresource else path
+
+
+class KubeApi:
+    """The reconciler's API over HTTP. ``namespace`` limits it to one namespace (None: all namespaces)."""
+
+    def __init__(self, api_client: client.ApiClient, *, namespace: str | None = None, timeout: float = 10.0) -> None:
+        self._client = api_client
+        self._namespace = namespace
+        self._timeout = timeout
+        self._changes: queue.Queue[ObjectKey] = queue.Queue()
+
+    # --- requests ------------------------------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        stream: bool = False,
+    ) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        prepared = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        verb, url, header_params, payload, post_params = prepared
+        timeout = (self._timeout, _WATCH_SECONDS + 30) if stream else self._timeout
+        try:
+            response = self._client.call_api(
+                verb, url, header_params=header_params, body=payload, post_params=post_params, _request_timeout=timeout
+            )
+        except client.ApiException as err:  # transport failures surface as status 0
+            raise ApiError(int(err.status or 0), str(err.reason)) from err
+        if stream and response.status < 400:
+            return response.response  # unread: the caller streams it
+        data: bytes = response.read()  # type: ignore[no-untyped-call]
+        if response.status >= 400:
+            raise _error(response.status, data)
+        return json.loads(data) if data else {}
+
+    def _get(self, path: str) -> KubeObject | None:
+        try:
+            result: KubeObject = self._send("GET", path)
+        except NotFound:
+            return None
+        return result
+
+    def _list(self, kind: str, namespace: str | None, selector: str | None = None) -> list[KubeObject]:
+        query = {"labelSelector": selector} if selector else None
+        document = self._send("GET", _path(kind, namespace), query=query)
+        items: list[KubeObject] = document.get("items") or []
+        prefix, _ = _COLLECTIONS[kind]
+        for item in items:  # list items of built-in kinds come without apiVersion/kind
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", prefix.removeprefix("/apis/").removeprefix("/api/"))
+        return items
+
+    # --- ReconcileApi --------------------------------------------------------------------------------------
+
+    def list_podcliquesets(self) -> list[KubeObject]:
+        return self._list("PodCliqueSet", self._namespace)
+
+    def get_podcliqueset(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get(_path("PodCliqueSet", namespace, name))
+
+    def patch_podcliqueset_status(self, namespace: str, name: str, *, status: KubeObject) -> None:
+        path = _path("PodCliqueSet", namespace, name, "status")
+        self._send("PATCH", path, body={"status": status}, content_type=_MERGE)
+
+    def get_topology_binding(self, name: str) -> KubeObject | None:
+        return self._get(f"{_GROVE}/clustertopologybindings/{name}")
+
+    def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
+        return self._list(kind, namespace, f"{LABEL_PART_OF}={part_of}")
+
+    def create(self, obj: KubeObject) -> KubeObject:
+        result: KubeObject = self._send("POST", _path(obj["kind"], obj["metadata"]["namespace"]), body=obj)
+        return result
+
+    def replace_podgang(self, obj: KubeObject) -> KubeObject:
+        meta = obj["metadata"]
+        result: KubeObject = self._send("PUT", _path("PodGang", meta["namespace"], meta["name"]), body=obj)
+        return result
+
+    def patch_podgang_status(
+        self, namespace: str, name: str, *, status: KubeObject, resource_version: str
+    ) -> KubeObject:
+        body = {"metadata": {"resourceVersion": resource_version}, "status": status}
+        result: KubeObject = self._send(
+            "PATCH", _path("PodGang", namespace, name, "status"), body=body, content_type=_MERGE
+        )
+        return result
+
+    def set_pod_scheduling_gates(
+        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
+    ) -> None:
+        body = {"metadata": {"resourceVersion": resource_version}, "spec": {"schedulingGates": gates}}
+        self._send("PATCH", _path("Pod", namespace, name), body=body, content_type=_MERGE)
+
+    def delete(self, kind: OwnedKind, *, namespace: str, name: str) -> None:
+        with contextlib.suppress(NotFound):  # already gone is what we wanted
+            self._send("DELETE", _path(kind, namespace, name), body={"propagationPolicy": "Background"})
+
+    def record_event(
+        self,
+        *,
+        involved: KubeObject,
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"],
+    ) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": involved["namespace"]},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": type,
+            "source": {"component": "grove-extender-reconciler"},
+            "reportingComponent": "grove-extender-reconciler",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self._send("POST", f"/api/v1/namespaces/{involved['namespace']}/events", body=event)
+        except ApiError as err:  # an event is a courtesy: losing one must not fail the reconcile
+            log.warning("event not recorded reason=%s error=%s", reason, err)
+
+    def changes(self, timeout: float) -> set[ObjectKey]:
+        keys: set[ObjectKey] = set()
+        try:
+            keys.add(self._changes.get(timeout=timeout) if timeout > 0 else self._changes.get_nowait())
+            while True:
+                keys.add(self._changes.get_nowait())
+        except queue.Empty:
+            return keys
+
+    # --- watches -------------------------------------------------------------------------------------------
+
+    def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
+        """One daemon thread per watched collection; they end when ``stop`` is set (within one watch timeout)."""
+        grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
+        targets = [("PodCliqueSet", None), ("PodGang", f"{LABEL_MANAGED_BY}={MANAGED_BY}"), ("Pod", grove_pods)]
+        threads = []
+        for kind, selector in targets:
+            thread = threading.Thread(
+                target=self._watch_forever, args=(kind, selector, stop), name=f"watch-{kind}", daemon=True
+            )
+            thread.start()
+            threads.append(thread)
+        return threads
+
+    def _watch_forever(self, kind: str, selector: str | None, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                version = self._relist(kind, selector)
+                for event in self._watch(kind, selector, version):
+                    if stop.is_set():
+                        return
+                    self._emit(kind, event.get("object") or {})
+            except (ApiError, OSError, ValueError) as err:
+                log.warning("watch restarting kind=%s error=%s", kind, err)
+                stop.wait(1.0)
+
+    def _relist(self, kind: str, selector: str | None) -> str:
+        query = {"labelSelector": selector} if selector else None
+        document = self._send("GET", _path(kind, self._namespace), query=query)
+        for item in document.get("items") or []:
+            self._emit(kind, item)
+        return str((document.get("metadata") or {}).get("resourceVersion", ""))
+
+    def _watch(self, kind: str, selector: str | None, version: str) -> Iterator[KubeObject]:
+        query = {"watch": "true", "resourceVersion": version, "timeoutSeconds": str(_WATCH_SECONDS)}
+        query["allowWatchBookmarks"] = "true"
+        if selector:
+            query["labelSelector"] = selector
+        response = self._send("GET", _path(kind, self._namespace), query=query, stream=True)
+        try:
+            buffer = b""
+            for chunk in response.stream(4096):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":  # 410 Gone and friends: relist
+                        status = event.get("object") or {}
+                        raise ApiError(int(status.get("code", 0)), str(status.get("message", "watch error")))
+                    if event.get("type") != "BOOKMARK":
+                        yield event
+        finally:
+            response.release_conn()
+
+    def _emit(self, kind: str, obj: KubeObject) -> None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") if kind == "PodCliqueSet" else (meta.get("labels") or {}).get(LABEL_PART_OF)
+        if name:
+            self._changes.put((meta.get("namespace", ""), name))
+
+
+def _error(status: int, body: bytes) -> ApiError:
+    try:
+        message = str(json.loads(body).get("message", "")) or body.decode(errors="replace")
+    except ValueError:
+        message = body.decode(errors="replace")
+    if status == 404:
+        return NotFound(status, message)
+    if status == 409:
+        return Conflict(status, message)
+    return ApiError(status, message)

@@ -1,0 +1,63 @@
+"""Grove's object names and label keys (reference §2–§3), in one place so every builder agrees on them."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ANNOTATION_TOPOLOGY_NAME",
+    "LABEL_BASE_PODGANG",
+    "LABEL_COMPONENT",
+    "LABEL_MANAGED_BY",
+    "LABEL_NAME",
+    "LABEL_PART_OF",
+    "LABEL_PCSG",
+    "LABEL_PCSG_REPLICA_INDEX",
+    "LABEL_PCS_REPLICA_INDEX",
+    "LABEL_PODCLIQUE",
+    "LABEL_PODGANG",
+    "LABEL_POD_INDEX",
+    "LABEL_SCHEDULER_NAME",
+    "LABEL_TEMPLATE_HASH",
+    "MANAGED_BY",
+    "base_gang_name",
+    "clique_fqn",
+    "pcsg_fqn",
+    "scaled_gang_name",
+]
+
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+LABEL_NAME = "app.kubernetes.io/name"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+LABEL_PODGANG = "grove.io/podgang"
+LABEL_BASE_PODGANG = "grove.io/base-podgang"
+LABEL_PODCLIQUE = "grove.io/podclique"
+LABEL_PCS_REPLICA_INDEX = "grove.io/podcliqueset-replica-index"
+LABEL_PCSG = "grove.io/podcliquescalinggroup"
+LABEL_PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+LABEL_POD_INDEX = "grove.io/podclique-pod-index"
+LABEL_TEMPLATE_HASH = "grove.io/pod-template-hash"
+LABEL_SCHEDULER_NAME = "grove.io/scheduler-name"
+ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
+
+# Grove's value: tools that select Grove's objects by it (kubectl -l, dashboards) find ours too.
+MANAGED_BY = "grove-operator"
+
+
+def clique_fqn(pcs: str, replica: int, clique: str) -> str:
+    """Standalone PodClique (also the PodGroup name): ``<pcs>-<r>-<clique>``."""
+    return f"{pcs}-{replica}-{clique}"
+
+
+def pcsg_fqn(pcs: str, replica: int, pcsg: str) -> str:
+    """PodCliqueScalingGroup: ``<pcs>-<r>-<pcsg>``; its cliques are ``<pcsg-fqn>-<i>-<clique>``."""
+    return f"{pcs}-{replica}-{pcsg}"
+
+
+def base_gang_name(pcs: str, replica: int) -> str:
+    """Base PodGang and headless Service of a PCS replica: ``<pcs>-<r>``."""
+    return f"{pcs}-{replica}"
+
+
+def scaled_gang_name(pcs: str, replica: int, pcsg: str, pcsg_replica: int, min_available: int) -> str:
+    """Scaled PodGang of PCSG replica ``k ≥ minAvailable``: ``<pcs>-<r>-<pcsg>-<k−minAvailable>``."""
+    return f"{pcs}-{replica}-{pcsg}-{pcsg_replica - min_available}"

@@ -1,0 +1,265 @@
+"""Helpers for the extender tests: a small cluster builder, an app over a store, and an async HTTP client.
+
+The solver used here is ``placement.solve`` when it exists; a tiny first-fit stands in until then, so the
+coordinator's own rules (pinning, barrier, reservations) are tested independently of the solver's quality.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+from fastapi import FastAPI
+
+from api.app import create_app
+from api.grove import PodGang
+from api.kube import Node, Pod
+from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.cluster_writer import InMemoryClusterWriter
+from scheduler.coordinator import Coordinator, CoordinatorConfig, Solver
+from scheduler.snapshot import Snapshot
+from scheduler.state import ClusterStore, load_snapshot_into
+
+T = TypeVar("T")
+
+CLIQUE = "nvidia.com/gpu.clique"
+GPU = "nvidia.com/gpu"
+
+
+def first_fit(request: GangRequest, view: ClusterView, options: SolveOptions) -> Result:
+    """Place every group's pods node by node (sorted names); with a gang-wide ``required`` pack, try one domain
+    at a time. Guaranteed pods first, then extras where they fit."""
+    required = next((p.required for p in request.packs if p.required), None)
+    domains: dict[str, list[str]] = {}
+    for name in sorted(view.free):
+        labels = view.topology.hosts[name].labels if name in view.topology.hosts else {}
+        key = labels.get(required, "") if required else ""
+        if required and not key:
+            continue
+        domains.setdefault(key, []).append(name)
+    best = 0
+    for nodes in domains.values():
+        free = {n: dict(view.free[n]) for n in nodes}
+        assignment: dict[str, str] = {}
+        ok = True
+        for extras in (False, True):
+            for group in request.groups:
+                pods = group.pods[group.min_replicas :] if extras else group.pods[: group.min_replicas]
+                for pod in pods:
+                    node = next(
+                        (
+                            n
+                            for n in nodes
+                            if (group.eligible is None or n in group.eligible)
+                            and all(free[n].get(r, 0) >= u for r, u in group.demand.items())
+                        ),
+                        None,
+                    )
+                    if node is None:
+                        ok = ok and extras
+                        continue
+                    for r, u in group.demand.items():
+                        free[node][r] = free[node].get(r, 0) - u
+                    assignment[pod] = node
+            if not ok:
+                break
+        gpus = sum(v.get(GPU, 0) for v in (view.free[n] for n in nodes))
+        best = max(best, gpus)
+        if ok:
+            return Result(status=Status.PLACED, assignment=assignment, placement_score=1.0)
+    need = sum(g.demand.get(GPU, 0) * g.min_replicas for g in request.groups)
+    where = f"one {required}" if required else "the cluster"
+    return Result(status=Status.INFEASIBLE, reason=f"needs {need} GPUs in {where}; the largest free domain has {best}")
+
+
+def default_solver() -> Solver:
+    try:
+        from placement import solve  # type: ignore[attr-defined]
+    except ImportError:
+        return first_fit
+    return solve  # type: ignore[no-any-return]
+
+
+# --- builders --------------------------------------------------------------------------------------------------
+
+
+def node(name: str, *, gpus: int = 8, cpu: str = "96", clique: str | None = None, **labels: str) -> Node:
+    all_labels = {"kubernetes.io/hostname": name, **labels}
+    if clique:
+        all_labels[CLIQUE] = clique
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "labels": all_labels},
+            "status": {"allocatable": {"cpu": cpu, "memory": "1000Gi", "pods": "110", GPU: str(gpus)}},
+        }
+    )
+
+
+def pod(
+    name: str,
+    *,
+    gang: str | None = None,
+    gpus: int = 0,
+    cpu: str = "1",
+    node_name: str = "",
+    gated: bool = False,
+    namespace: str = "default",
+    phase: str = "Pending",
+) -> Pod:
+    requests: dict[str, str] = {"cpu": cpu}
+    if gpus:
+        requests[GPU] = str(gpus)
+    return Pod.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": f"uid-{namespace}-{name}",
+                "labels": {"grove.io/podgang": gang} if gang else {},
+            },
+            "spec": {
+                "schedulerName": "grove",
+                "nodeName": node_name,
+                "containers": [{"name": "c", "resources": {"requests": requests}}],
+                "schedulingGates": [{"name": "grove.io/podgang-pending-creation"}] if gated else [],
+            },
+            "status": {"phase": phase},
+        }
+    )
+
+
+def podgang(
+    name: str,
+    groups: Mapping[str, tuple[list[str], int]],
+    *,
+    required: str | None = None,
+    namespace: str = "default",
+) -> PodGang:
+    spec: dict[str, Any] = {
+        "podgroups": [
+            {
+                "name": group,
+                "minReplicas": minimum,
+                "podReferences": [{"namespace": namespace, "name": p} for p in pods],
+            }
+            for group, (pods, minimum) in groups.items()
+        ]
+    }
+    if required:
+        spec["topologyConstraint"] = {"packConstraint": {"required": required}}
+    return PodGang.model_validate({"metadata": {"name": name, "namespace": namespace}, "spec": spec})
+
+
+def gang(
+    name: str, *, workers: int, gpus: int, min_replicas: int | None = None, required: str | None = None
+) -> tuple[list[Pod], PodGang]:
+    """A gang of one group ``worker`` with ``workers`` pods of ``gpus`` GPUs each."""
+    names = [f"{name}-w{i}" for i in range(workers)]
+    pods = [pod(n, gang=name, gpus=gpus) for n in names]
+    minimum = workers if min_replicas is None else min_replicas
+    return pods, podgang(name, {"worker": (names, minimum)}, required=required)
+
+
+# --- the system under test -------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Harness:
+    store: ClusterStore
+    writer: InMemoryClusterWriter
+    coordinator: Coordinator
+    app: FastAPI
+    clock: FakeClock = field(default_factory=FakeClock)
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://extender")
+
+
+def harness(
+    *,
+    nodes: Iterable[Node],
+    pods: Iterable[Pod] = (),
+    podgangs: Iterable[PodGang] = (),
+    barrier_timeout: float = 2.0,
+    solver: Solver | None = None,
+    store: ClusterStore | None = None,
+) -> Harness:
+    if store is None:
+        store = ClusterStore()
+        load_snapshot_into(store, Snapshot(nodes=list(nodes), pods=list(pods), podgangs=list(podgangs)))
+    writer = InMemoryClusterWriter(store)
+    clock = FakeClock()
+    coordinator = Coordinator(
+        store=store,
+        writer=writer,
+        solver=solver or default_solver(),
+        config=CoordinatorConfig(barrier_timeout_seconds=barrier_timeout),
+        clock=clock,
+    )
+    app = create_app(coordinator, registry=coordinator.registry)
+    return Harness(store=store, writer=writer, coordinator=coordinator, app=app, clock=clock)
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(main())  # type: ignore[arg-type]
+
+
+def filter_body(p: Pod, names: Iterable[str]) -> dict[str, Any]:
+    return {"Pod": p.model_dump(mode="json"), "Nodes": None, "NodeNames": list(names)}
+
+
+def bind_body(p: Pod, node_name: str) -> dict[str, Any]:
+    return {
+        "PodName": p.metadata.name,
+        "PodNamespace": p.metadata.namespace,
+        "PodUID": p.metadata.uid,
+        "Node": node_name,
+    }
+
+
+async def filter_one(client: httpx.AsyncClient, p: Pod, names: Iterable[str]) -> dict[str, Any]:
+    reply = await client.post("/filter", json=filter_body(p, names))
+    assert reply.status_code == 200, reply.text
+    body: dict[str, Any] = reply.json()
+    return body
+
+
+def assert_no_overcommit(store: ClusterStore) -> None:
+    """Every node: bound pods' requests within allocatable, for every resource."""
+    for n in store.nodes():
+        used = store.used_on(n.name)
+        allocatable = n.allocatable()
+        for resource, units in used.items():
+            assert units <= allocatable.get(resource, 0), f"{n.name} overcommitted on {resource}: {units}"
+
+
+class SyncClient:
+    """A blocking client over an ASGI app, one event loop per call (starlette's TestClient wants ``httpx2``)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        async def call() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self._app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://extender") as client:
+                return await client.request(method, path, **kwargs)
+
+        return asyncio.run(call())
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+    def get(self, path: str) -> httpx.Response:
+        return self.request("GET", path)

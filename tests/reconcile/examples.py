@@ -1,0 +1,52 @@
+"""The shipped example PodCliqueSets and small helpers to run the reconciler over them in memory."""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from api.grove import PodCliqueSet
+from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.defaults import with_defaults
+from scheduler.reconcile.memory import InMemoryApi
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
+POD_NAME = re.compile(r"^(?P<clique>.+)-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+
+
+def example(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    return document
+
+
+def pcs_model(document: dict[str, Any]) -> PodCliqueSet:
+    return with_defaults(PodCliqueSet.model_validate(document))
+
+
+def cluster(*objects: dict[str, Any]) -> InMemoryApi:
+    api = InMemoryApi()
+    for obj in objects:
+        api.apply(copy.deepcopy(obj))
+    return api
+
+
+def reconciler(api: InMemoryApi, seed: int = 1) -> Reconciler:
+    return Reconciler(api, rng=random.Random(seed))
+
+
+def pods_per_gang(api: InMemoryApi) -> Counter[str]:
+    return Counter(pod["metadata"]["labels"]["grove.io/podgang"] for pod in api.of_kind("Pod"))
+
+
+def pod_names(api: InMemoryApi) -> set[str]:
+    return {pod["metadata"]["name"] for pod in api.of_kind("Pod")}
+
+
+def gated(pod: dict[str, Any]) -> bool:
+    return any(g["name"] == "grove.io/podgang-pending-creation" for g in pod["spec"].get("schedulingGates") or [])

@@ -1,0 +1,212 @@
+"""The real ``KubeApi`` over HTTP against a tiny API server on 127.0.0.1: paths, verbs, bodies, errors, watches."""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from scheduler.reconcile.api import ApiError, Conflict
+from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.kube import KubeApi, load_api_client
+from tests.reconcile.examples import cluster, example, gated, pods_per_gang
+from tests.reconcile.fake_apiserver import FakeApiServer
+
+NS = "default"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    fake = FakeApiServer(cluster(example("multinode-aggregated")))
+    with fake.running():
+        yield fake
+
+
+def _kube(server: FakeApiServer) -> KubeApi:
+    return KubeApi(client.ApiClient(client.Configuration(host=server.url)), timeout=5.0)
+
+
+def test_reconcile_over_http_creates_grove_objects_then_is_quiet(server: FakeApiServer) -> None:
+    api = _kube(server)
+    first = Reconciler(api, rng=random.Random(3)).reconcile(NS, "multinode-aggregated")
+    backend = server.api
+    assert pods_per_gang(backend) == {"multinode-aggregated-0": 4, "multinode-aggregated-0-model-instance-0": 4}
+    assert not any(
+        gated(p)
+        for p in backend.of_kind("Pod")
+        if p["metadata"]["labels"]["grove.io/podgang"] == "multinode-aggregated-0"
+    )
+    assert first.writes > 0
+    second = Reconciler(api, rng=random.Random(4)).reconcile(NS, "multinode-aggregated")
+    assert second.writes == 0
+    calls = {(r.method, r.path) for r in server.requests}
+    assert ("POST", "/api/v1/namespaces/default/pods") in calls
+    assert ("POST", "/apis/scheduler.grove.io/v1alpha1/namespaces/default/podgangs") in calls
+    assert (
+        "PATCH",
+        "/apis/scheduler.grove.io/v1alpha1/namespaces/default/podgangs/multinode-aggregated-0/status",
+    ) in calls
+    assert ("PATCH", "/apis/grove.io/v1alpha1/namespaces/default/podcliquesets/multinode-aggregated/status") in calls
+    patches = [r for r in server.requests if r.method == "PATCH"]
+    assert all(r.headers["content-type"] == "application/merge-patch+json" for r in patches)
+    ungates = [r for r in patches if r.path.startswith("/api/v1/namespaces/default/pods/")]
+    assert ungates and all(
+        r.body["spec"]["schedulingGates"] == [] and r.body["metadata"]["resourceVersion"] for r in ungates
+    )
+    lists = [r for r in server.requests if r.method == "GET" and r.path == "/api/v1/namespaces/default/pods"]
+    assert lists[0].query["labelSelector"] == "app.kubernetes.io/part-of=multinode-aggregated"
+
+
+def test_scale_down_over_http_deletes_the_gang_and_its_pods(server: FakeApiServer) -> None:
+    api = _kube(server)
+    Reconciler(api).reconcile(NS, "multinode-aggregated")
+    document = copy.deepcopy(server.api.objects[("PodCliqueSet", NS, "multinode-aggregated")])
+    document["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
+    with server.lock:
+        server.api.apply(document)
+    Reconciler(api).reconcile(NS, "multinode-aggregated")
+    assert pods_per_gang(server.api) == {"multinode-aggregated-0": 4}
+    deletes = [r for r in server.requests if r.method == "DELETE"]
+    assert any(r.path.endswith("/podgangs/multinode-aggregated-0-model-instance-0") for r in deletes)
+    assert all(r.body == {"propagationPolicy": "Background"} for r in deletes)
+
+
+def test_errors_come_back_typed_with_the_servers_message(server: FakeApiServer) -> None:
+    api = _kube(server)
+    assert api.get_podcliqueset(NS, "absent") is None
+    assert api.get_topology_binding("absent") is None
+    api.delete("Pod", namespace=NS, name="absent")  # gone already: fine
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": NS}, "spec": {}}
+    api.create(service)
+    with pytest.raises(Conflict, match="already exists"):
+        api.create(service)
+    Reconciler(api).reconcile(NS, "multinode-aggregated")
+    gang = server.api.objects[("PodGang", NS, "multinode-aggregated-0")]
+    with pytest.raises(Conflict, match="has been modified"):
+        api.patch_podgang_status(NS, "multinode-aggregated-0", status={"phase": "Running"}, resource_version="1")
+    assert gang["status"]["phase"] == "Pending"
+    server.fail_next["GET pods"] = 500
+    with pytest.raises(ApiError, match="injected failure 500") as raised:
+        api.list_owned("Pod", namespace=NS, part_of="multinode-aggregated")
+    assert raised.value.status == 500
+
+
+def test_invalid_pcs_posts_a_warning_event(server: FakeApiServer) -> None:
+    document = example("multinode-aggregated")
+    document["metadata"]["name"] = "broken"
+    document["spec"]["template"]["podCliqueScalingGroups"][0]["minAvailable"] = 5
+    with server.lock:
+        server.api.apply(document)
+    outcome = Reconciler(_kube(server)).reconcile(NS, "broken")
+    assert not outcome.valid
+    posts = [r for r in server.requests if r.method == "POST" and r.path == "/api/v1/namespaces/default/events"]
+    assert len(posts) == 1
+    event = posts[0].body
+    assert event["type"] == "Warning" and event["involvedObject"]["name"] == "broken"
+    assert "spec.template.podCliqueScalingGroups[0].minAvailable" in event["message"]
+    assert not server.api.list_owned("Pod", namespace=NS, part_of="broken")
+
+
+def test_watches_turn_events_into_podcliqueset_keys(server: FakeApiServer) -> None:
+    api = _kube(server)
+    stop = threading.Event()
+    threads = api.start_watches(stop)
+    try:
+        assert (NS, "multinode-aggregated") in api.changes(5.0)  # the initial list
+        while api.changes(0.3):  # drain until quiet
+            pass
+        document = example("multinode-disaggregated")
+        with server.lock:
+            server.api.apply(document)
+        seen: set[tuple[str, str]] = set()
+        for _ in range(20):
+            seen |= api.changes(0.5)
+            if (NS, "multinode-disaggregated") in seen:
+                break
+        assert (NS, "multinode-disaggregated") in seen
+        Reconciler(api).reconcile(NS, "multinode-disaggregated")  # our own pod and gang writes come back as keys
+        seen = set()
+        for _ in range(20):
+            seen |= api.changes(0.5)
+            if (NS, "multinode-disaggregated") in seen:
+                break
+        assert (NS, "multinode-disaggregated") in seen  # (relists after each watch timeout report the rest too)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5)
+    assert not any(thread.is_alive() for thread in threads)
+    watches = [r for r in server.requests if r.query.get("watch") == "true"]
+    pod_watch = next(r for r in watches if r.path == "/api/v1/pods")
+    assert pod_watch.query["labelSelector"] == "app.kubernetes.io/managed-by=grove-operator,grove.io/podclique"
+
+
+def test_kubeconfig_credentials_reach_the_server(server: FakeApiServer, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
+                "users": [{"name": "me", "user": {"token": "s3cret"}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "fake", "user": "me"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    api = KubeApi(load_api_client(str(kubeconfig)))
+    assert [p["metadata"]["name"] for p in api.list_podcliquesets()] == ["multinode-aggregated"]
+    assert server.requests[-1].headers.get("authorization") == "Bearer s3cret"
+
+
+def test_run_loop_over_http_converges_a_new_pcs_and_follows_binds(server: FakeApiServer) -> None:
+    api = _kube(server)
+    stop = threading.Event()
+    threads = api.start_watches(stop)
+    loop = threading.Thread(target=Reconciler(api).run, kwargs={"stop": stop, "poll_seconds": 0.2}, daemon=True)
+    loop.start()
+    try:
+        backend = server.api
+
+        def wait_for(condition: Callable[[], bool]) -> bool:
+            for _ in range(100):
+                with server.lock:
+                    if condition():
+                        return True
+                time.sleep(0.05)
+            return False
+
+        assert wait_for(lambda: len(backend.of_kind("Pod")) == 8)
+        base = "multinode-aggregated-0"
+        assert wait_for(
+            lambda: (
+                not any(gated(p) for p in backend.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podgang"] == base)
+            )
+        )
+        with server.lock:
+            for pod in backend.of_kind("Pod"):
+                if pod["metadata"]["labels"]["grove.io/podgang"] == base:
+                    backend.bind_pod(NS, pod["metadata"]["name"], "node-1")
+        # Binding the base gang is a pod event: the scaled gang's gates lift with no resync.
+        assert wait_for(lambda: not any(gated(p) for p in backend.of_kind("Pod")))
+    finally:
+        stop.set()
+        loop.join(timeout=5)
+        for thread in threads:
+            thread.join(timeout=5)
+    assert not loop.is_alive()
+
+
+def test_serve_refuses_an_unusable_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from scheduler.cli import main
+
+    assert main(["reconcile", "--kubeconfig", str(tmp_path / "missing")]) == 1
+    assert "kubeconfig" in capsys.readouterr().err

@@ -1,0 +1,271 @@
+"""The gang rules, through the HTTP app on an in-memory cluster."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tests.extender_support import (
+    CLIQUE,
+    assert_no_overcommit,
+    bind_body,
+    filter_one,
+    gang,
+    harness,
+    node,
+    pod,
+    podgang,
+    run,
+)
+
+
+def _cluster() -> list:
+    # Two NVLink domains of 2 nodes × 8 GPUs (16 GPUs each) and a lone node of 8 GPUs.
+    return [
+        node("a0", clique="A"),
+        node("a1", clique="A"),
+        node("b0", clique="B"),
+        node("b1", clique="B"),
+        node("c0", clique="C"),
+    ]
+
+
+NAMES = ["a0", "a1", "b0", "b1", "c0"]
+
+
+def test_members_are_pinned_to_one_planned_node_each_and_prioritize_agrees() -> None:
+    pods, pg = gang("train", workers=4, gpus=4, required=CLIQUE)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+
+    async def main() -> None:
+        async with h.client() as client:
+            planned = {}
+            for p in pods:
+                reply = await filter_one(client, p, NAMES)
+                assert len(reply["NodeNames"]) == 1, reply
+                assert reply["FailedNodes"] == {}
+                planned[p.key] = reply["NodeNames"][0]
+                scores = (
+                    await client.post("/prioritize", json={"Pod": p.model_dump(mode="json"), "NodeNames": NAMES})
+                ).json()
+                assert {s["Host"]: s["Score"] for s in scores} == {n: 10 if n == planned[p.key] else 0 for n in NAMES}
+            # 4 pods × 4 GPUs = 16 GPUs: exactly one whole NVLink domain, never split.
+            cliques = {h.store.node(n).metadata.labels[CLIQUE] for n in planned.values()}
+            assert len(cliques) == 1
+            # Asking again gives the same node: the plan is a reservation, not a fresh guess.
+            again = await filter_one(client, pods[0], NAMES)
+            assert again["NodeNames"] == [planned[pods[0].key]]
+
+    run(main)
+
+
+async def _filter_then_bind(client: httpx.AsyncClient, p, names) -> dict:
+    reply = await filter_one(client, p, names)
+    if not reply["NodeNames"]:
+        return {"filtered": reply}
+    bound = await client.post("/bind", json=bind_body(p, reply["NodeNames"][0]))
+    return bound.json()
+
+
+def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
+    pods, pg = gang("g", workers=3, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = [asyncio.create_task(_filter_then_bind(client, p, NAMES)) for p in pods[:2]]
+            await asyncio.sleep(0.2)
+            assert not any(task.done() for task in first), "a bind answered before the gang was complete"
+            assert h.writer.bindings == []
+            last = await _filter_then_bind(client, pods[2], NAMES)
+            results = [*await asyncio.gather(*first), last]
+            assert all(r == {"Error": ""} for r in results), results
+            assert set(h.writer.bound_nodes()) == {p.key for p in pods}
+            assert_no_overcommit(h.store)
+            for _ in range(100):  # the status is written in the background, after the binds are answered
+                if h.writer.statuses:
+                    break
+                await asyncio.sleep(0.01)
+        status = h.store.podgang("default/g").status
+        assert status is not None and status.phase == "Starting"
+        assert [c.type for c in status.conditions] == ["Scheduled"]
+
+    run(main)
+
+
+def test_barrier_time_out_binds_nothing_and_says_who_is_missing() -> None:
+    pods, pg = gang("g", workers=3, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=0.2)
+
+    async def main() -> None:
+        async with h.client() as client:
+            results = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
+        for result in results:
+            assert "nothing was bound" in result["Error"], result
+        # The first to give up saw both waiting; the second saw only itself.
+        assert sorted("worker: 2 of 3" in r["Error"] for r in results) == [False, True]
+        assert h.writer.bindings == []
+        assert h.coordinator.metrics.barrier_timeouts._value.get() == 2
+
+    run(main)
+
+
+def test_best_effort_extras_bind_after_the_guarantee_without_waiting() -> None:
+    pods, pg = gang("g", workers=3, gpus=4, min_replicas=2)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=0.5)
+
+    async def main() -> None:
+        async with h.client() as client:
+            guaranteed = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
+            assert guaranteed == [{"Error": ""}, {"Error": ""}]
+            extra = await _filter_then_bind(client, pods[2], NAMES)
+            assert extra == {"Error": ""}
+        assert len(h.writer.bindings) == 3
+
+    run(main)
+
+
+def test_two_gangs_racing_for_one_nvlink_domain_never_overcommit() -> None:
+    # Each gang needs 12 GPUs in one clique; domains A and B hold 16 each, C only 8: both fit, but not together
+    # in one domain. Interleave their filters and binds.
+    pods_x, pg_x = gang("x", workers=3, gpus=4, required=CLIQUE)
+    pods_y, pg_y = gang("y", workers=3, gpus=4, required=CLIQUE)
+    pods_z, pg_z = gang("z", workers=3, gpus=4, required=CLIQUE)
+    h = harness(nodes=_cluster(), pods=[*pods_x, *pods_y, *pods_z], podgangs=[pg_x, pg_y, pg_z])
+
+    async def main() -> None:
+        async with h.client() as client:
+            order = [p for trio in zip(pods_x, pods_y, pods_z, strict=True) for p in trio]
+            results = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in order))
+        assert_no_overcommit(h.store)
+        bound = h.writer.bound_nodes()
+        for pods in (pods_x, pods_y, pods_z):
+            placed = [bound[p.key] for p in pods if p.key in bound]
+            assert len(placed) in (0, 3), f"partial gang: {placed}"
+            assert len({h.store.node(n).metadata.labels[CLIQUE] for n in placed}) <= 1
+        # Two domains of 16 GPUs: exactly two of the three gangs fit; the third is refused on every node.
+        assert len(bound) == 6
+        refused = [r["filtered"] for r in results if "filtered" in r]
+        assert refused and all(set(r["FailedNodes"]) == set(NAMES) for r in refused)
+
+    run(main)
+
+
+def test_infeasible_gang_gets_one_actionable_reason_on_every_node() -> None:
+    pods, pg = gang("big", workers=5, gpus=4, required=CLIQUE)  # 20 GPUs in one clique; the largest has 16
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+
+    async def main() -> None:
+        async with h.client() as client:
+            replies = [await filter_one(client, p, NAMES) for p in pods]
+        for reply in replies:
+            assert reply["NodeNames"] == []
+            reasons = set(reply["FailedNodes"].values())
+            assert set(reply["FailedNodes"]) == set(NAMES) and len(reasons) == 1
+            (reason,) = reasons
+            assert "20" in reason and "16" in reason, reason
+        assert h.coordinator.debug_gangs()[0]["state"] == "Infeasible"
+
+    run(main)
+
+
+def test_gang_waits_for_its_gated_or_missing_guaranteed_pods() -> None:
+    pods, pg = gang("g", workers=3, gpus=4)
+    gated = pod("g-w2", gang="g", gpus=4, gated=True)
+    h = harness(nodes=_cluster(), pods=[pods[0], gated], podgangs=[pg])
+
+    async def main() -> None:
+        async with h.client() as client:
+            reply = await filter_one(client, pods[0], NAMES)
+            assert reply["NodeNames"] == []
+            assert "1 not created yet, 1 still gated" in next(iter(reply["FailedNodes"].values()))
+            # The missing pod appears and the gated one is released: the gang becomes plannable.
+            h.store.apply("Pod", "ADDED", pods[1])
+            h.store.apply("Pod", "MODIFIED", pods[2])
+            reply = await filter_one(client, pods[0], NAMES)
+            assert len(reply["NodeNames"]) == 1
+
+    run(main)
+
+
+def test_planned_node_refused_by_kube_scheduler_is_replanned_elsewhere() -> None:
+    p = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[p])
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await filter_one(client, p, NAMES))["NodeNames"][0]
+            others = [n for n in NAMES if n != first]
+            second = await filter_one(client, p, others)
+            assert second["NodeNames"] and second["NodeNames"][0] in others
+            assert h.coordinator.metrics.replans.labels("node_refused")._value.get() == 1
+
+    run(main)
+
+
+def test_preemption_never_breaks_a_bound_gang() -> None:
+    workers = [pod(f"g-w{i}", gang="g", gpus=4, node_name=f"a{i}") for i in range(2)]
+    pg = podgang("g", {"worker": ([w.metadata.name for w in workers], 2)})
+    filler = pod("filler", gpus=4, node_name="a0")
+    h = harness(nodes=_cluster(), pods=[*workers, filler], podgangs=[pg])
+    urgent = pod("urgent", gpus=8)
+    body = {
+        "Pod": urgent.model_dump(mode="json"),
+        "NodeNameToMetaVictims": {
+            "a0": {"Pods": [{"UID": filler.metadata.uid}, {"UID": workers[0].metadata.uid}], "NumPDBViolations": 0},
+            "a1": {"Pods": [{"UID": workers[1].metadata.uid}], "NumPDBViolations": 0},
+            "b0": {"Pods": [{"UID": "unknown-uid"}], "NumPDBViolations": 1},
+        },
+    }
+
+    async def main() -> None:
+        async with h.client() as client:
+            reply = (await client.post("/preempt", json=body)).json()
+        assert set(reply["NodeNameToMetaVictims"]) == {"b0"}
+        assert reply["NodeNameToMetaVictims"]["b0"] == {"Pods": [{"UID": "unknown-uid"}], "NumPDBViolations": 1}
+        assert h.coordinator.metrics.preemption_vetoes._value.get() == 2
+
+    run(main)
+
+
+def test_restart_rebuilds_state_from_bound_pods_and_replans_the_rest() -> None:
+    pods, pg = gang("g", workers=4, gpus=8, min_replicas=2)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+
+    async def first_life() -> None:
+        async with h.client() as client:
+            results = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
+            assert results == [{"Error": ""}, {"Error": ""}]
+
+    run(first_life)
+    bound_before = h.writer.bound_nodes()
+    # A new process over the same cluster state: no plans, no reservations, the bound pods are facts.
+    again = harness(nodes=(), store=h.store)
+
+    async def second_life() -> None:
+        async with again.client() as client:
+            for p in pods[2:]:
+                reply = await filter_one(client, p, NAMES)
+                (chosen,) = reply["NodeNames"]
+                assert chosen not in bound_before.values()  # 8-GPU pods cannot share a node already full
+                # The guarantee (2) is met by bound members: the extra binds at once, no barrier wait.
+                assert (await client.post("/bind", json=bind_body(p, chosen))).json() == {"Error": ""}
+        assert_no_overcommit(again.store)
+
+    run(second_life)
+
+
+def test_bind_for_a_node_other_than_the_plan_is_refused() -> None:
+    p = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[p])
+
+    async def main() -> None:
+        async with h.client() as client:
+            planned = (await filter_one(client, p, NAMES))["NodeNames"][0]
+            other = next(n for n in NAMES if n != planned)
+            reply = (await client.post("/bind", json=bind_body(p, other))).json()
+            assert f"planned on {planned}" in reply["Error"]
+            assert h.writer.bindings == []
+
+    run(main)
