@@ -142,6 +142,16 @@ class Problem:
     def total_pods(self) -> int:
         return sum(len(g.pods) for g in self.groups)
 
+    def guaranteed(self) -> Problem:
+        """The same problem with each group cut down to its ``minReplicas`` pods: what the gang guarantee is
+        planned on, before best-effort extras are added where they fit."""
+        twin = copy.copy(self)
+        twin.groups = tuple(replace(g, pods=g.pods[: g.min]) for g in self.groups)
+        twin.__dict__.pop("arrays", None)
+        if "arrays" in self.__dict__:
+            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
+        return twin
+
     @property
     def guaranteed_pods(self) -> int:
         return sum(g.min for g in self.groups)
