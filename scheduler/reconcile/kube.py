@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kubernetes import client, config
+from kubernetes import client
 
 from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
 from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
 
-__all__ = ["KubeApi", "KubeconfigError", "load_api_client"]
+__all__ = ["KubeApi"]
 
 log = logging.getLogger(__name__)
 
@@ -35,27 +35,6 @@ _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
 }
 _MERGE = "application/merge-patch+json"
 _WATCH_SECONDS = 300
-
-
-class KubeconfigError(ValueError):
-    """No usable cluster configuration; the message says which file or source failed and why."""
-
-
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """In-cluster config when no kubeconfig is given and we run in a pod; otherwise the kubeconfig file."""
-    # The config loaders carry no annotations; the ignores cover only that.
-    configuration = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError) as err:
-        raise KubeconfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from err
-    return client.ApiClient(configuration)
 
 
 def _path(kind: str, namespace: str | None, name: str | None = None, subresource: str | None = None) -> str:
