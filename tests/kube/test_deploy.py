@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ EXTENDER_PERMISSIONS = {
 }
 
 
+@functools.cache  # the files do not change during a run; parse them once
 def documents() -> list[tuple[Path, dict[str, Any]]]:
     found = []
     for path in sorted(DEPLOY.rglob("*.yaml")):
