@@ -204,6 +204,20 @@ GROVE_INITIALIZED = {  # what the Grove operator writes once all pods exist
 }
 
 
+def test_topology_binding_crd_accepts_what_the_reconciler_reads() -> None:
+    crd = find("CustomResourceDefinition", "clustertopologybindings.grove.io")
+    assert crd["spec"]["scope"] == "Cluster" and crd["spec"]["names"]["shortNames"] == ["ct"]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    binding = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "ClusterTopologyBinding",
+        "metadata": {"name": "grove-topology"},
+        "spec": {"levels": [{"domain": "rack", "key": "nvidia.com/gpu.clique"}, {"domain": "host", "key": "h"}]},
+    }
+    assert violations(binding, schema) == []
+    assert violations({**binding, "spec": {}}, schema) == [".spec.levels: required"]
+
+
 def podgangs_to_validate() -> list[dict[str, Any]]:
     demo = load_snapshot(REPO_ROOT / "benchmarks" / "snapshots" / "demo.json").podgangs
     assert demo, "the demo snapshot has PodGangs to check"
