@@ -7,10 +7,12 @@ group one node holds on its own, which domain a node is in at each level, and wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import copy
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from functools import cached_property
 
+from placement.arrays import NodeArrays
 from placement.request import ClusterView, GangRequest, SolveOptions
 from topology.graph import GPU_RESOURCE, UNKNOWN
 from topology.levels import HOSTNAME_KEY, NVLINK_LEVEL
@@ -87,6 +89,29 @@ class Problem:
             and view.free.get(n, {}).get(self.primary, 0) >= host.allocatable[self.primary]
         )
 
+    def restricted(self, keep: Mapping[int, Collection[str]] | Collection[str]) -> Problem:
+        """The same problem with fewer candidate nodes: ``keep`` is a node set for every group, or a node set
+        per group index (groups not named keep theirs). Cluster facts (freshness, domains) are unchanged."""
+        twin = copy.copy(self)
+        twin.__dict__.pop("arrays", None)  # derived from the candidates, so rebuilt on demand
+
+        def allowed(index: int) -> Collection[str] | None:
+            if isinstance(keep, Mapping):
+                return keep.get(index)
+            return keep
+
+        groups = []
+        for group in self.groups:
+            nodes = allowed(group.index)
+            cap = group.cap if nodes is None else {n: c for n, c in group.cap.items() if n in nodes}
+            groups.append(replace(group, cap=cap))
+        twin.groups = tuple(groups)
+        twin.nodes = tuple(n for n in self.nodes if any(n in g.cap for g in twin.groups))
+        twin.node_set = frozenset(twin.nodes)
+        if "arrays" in self.__dict__:
+            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
+        return twin
+
     def domain(self, node: str, level: str) -> str:
         """The node's domain at ``level``; an unlabelled node is a domain of its own, so missing labels never
         make a spread placement look packed."""
@@ -109,6 +134,10 @@ class Problem:
             for value, members in self.topology.domains(self.fresh_level).items()
             if value != UNKNOWN and all(n in self.fresh_nodes for n in members)
         )
+
+    @cached_property
+    def arrays(self) -> NodeArrays:
+        return NodeArrays(self)
 
     @cached_property
     def resources(self) -> tuple[str, ...]:
@@ -191,15 +220,24 @@ def _group(index: int, request: GangRequest, view: ClusterView, required: tuple[
     keys = [s.key for s in required if index in s.groups]
     limit = len(spec.pods)
     cap: dict[str, int] = {}
-    nodes = view.topology.hosts if spec.eligible is None else (n for n in spec.eligible if n in view.topology.hosts)
+    nodes: Iterable[str] = view.topology.hosts if spec.eligible is None else spec.eligible
+    if limit == 0:
+        nodes = ()
+    hosts, free_of = view.topology.hosts, view.free
+    empty: Mapping[str, int] = {}
+    items = list(demand.items())
     for node in nodes:
-        labels = view.topology.hosts[node].labels
-        if any(label_value(labels, key=key, node=node) is None for key in keys):
+        if node not in hosts:
+            continue  # an eligible name the view does not know
+        # The hot loop of resolution (groups × nodes): kept to dict lookups.
+        if keys and any(label_value(hosts[node].labels, key=key, node=node) is None for key in keys):
             continue  # a node without a required key's label is in no domain of it
-        free = view.free.get(node, {})
-        fits = min((free.get(r, 0) // u for r, u in demand.items()), default=limit)
-        if fits > 0 and limit > 0:
-            cap[node] = min(fits, limit)
+        free = free_of.get(node, empty)
+        fits = limit
+        for r, u in items:
+            fits = min(fits, free.get(r, 0) // u)
+        if fits > 0:
+            cap[node] = fits
     return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap)
 
 

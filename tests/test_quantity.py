@@ -51,6 +51,7 @@ def test_numbers_are_accepted_as_quantities() -> None:
         pytest.param(True, id="bool"),
         pytest.param(float("nan"), id="nan"),
         pytest.param(float("inf"), id="inf"),
+        pytest.param("1e999999999", id="huge-exponent"),
     ],
 )
 def test_bad_quantities_are_refused(bad: str | float) -> None:

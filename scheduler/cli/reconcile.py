@@ -79,13 +79,18 @@ def _dry_run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
     from scheduler.reconcile.controller import Reconciler
-    from scheduler.reconcile.kube import KubeApi, load_api_client
+    from scheduler.reconcile.kube import KubeApi, KubeconfigError, load_api_client
 
+    try:
+        api_client = load_api_client(args.kubeconfig)
+    except KubeconfigError as err:
+        print(f"reconcile: {err}", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    api = KubeApi(load_api_client(args.kubeconfig), namespace=args.namespace)
+    api = KubeApi(api_client, namespace=args.namespace)
     api.start_watches(stop)
     log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
     Reconciler(api, scheduler_name=args.scheduler_name).run(stop=stop, resync_seconds=args.resync_seconds)

@@ -42,6 +42,7 @@ from scheduler.coordinator.preemption import vetoed_nodes
 from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.state.store import ClusterStore
+from topology import Level
 
 __all__ = ["Coordinator", "CoordinatorConfig"]
 
@@ -81,6 +82,7 @@ class Coordinator:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
+        levels: Sequence[Level] | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -96,7 +98,7 @@ class Coordinator:
             config=PlanningConfig(reservation_ttl_seconds=self.config.reservation_ttl_seconds, solve=self.config.solve),
             metrics=self.metrics,
             clock=clock,
-            topologies=TopologyCache(),
+            topologies=TopologyCache(levels),
         )
         self.binder = Binder(
             store=store,
@@ -216,7 +218,7 @@ class Coordinator:
             return False
         used = self.store.used_on(node_name)
         reserved = self.ledger.book.reserved_on(node_name)
-        allocatable = node.allocatable()
+        allocatable = self.store.allocatable_of(node_name)
         return all(used.get(name, 0) + reserved.get(name, 0) <= allocatable.get(name, 0) for name in {*used, *reserved})
 
     def _reservation_count(self) -> int:

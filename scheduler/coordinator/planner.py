@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from api.grove import PodGangTopologyConstraint
 from api.kube import Node, ResourceVector
 from placement.request import ClusterView, GangRequest, GroupRequest, PackScope, Result, SolveOptions, Status
-from scheduler.cluster_view import free_capacity
 from scheduler.coordinator.members import GangMembers, GroupMembers
 from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.eligibility import eligible_nodes
@@ -62,7 +61,7 @@ def plan_gang(
             pod_groups[pod.key] = group.name
             if pod.key in fixed:
                 _add(taken.setdefault(fixed[pod.key], {}), store.requests_of(pod))
-    free = free_capacity(nodes.values(), (), reservations=taken)
+    free = _free(store.allocatable_by_node(), taken)
     requests: list[GroupRequest] = []
     for group in members.groups:
         pending = [pod for pod in group.pending() if pod.key not in fixed]
@@ -114,6 +113,16 @@ def plan_gang(
             reason=result.reason,
         )
     return PlanOutcome(result, demands, pod_groups)
+
+
+def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
+    """allocatable − taken per node, floored at zero (as ``cluster_view.free_capacity``, on cached vectors:
+    parsing every node's quantities on every plan would cost more than the solve)."""
+    for name, vector in allocatable.items():
+        for resource, units in taken.get(name, {}).items():
+            if resource in vector:
+                vector[resource] = max(0, vector[resource] - units)
+    return allocatable
 
 
 def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:

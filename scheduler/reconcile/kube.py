@@ -21,7 +21,7 @@ from kubernetes import client, config
 from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
 from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
 
-__all__ = ["KubeApi", "load_api_client"]
+__all__ = ["KubeApi", "KubeconfigError", "load_api_client"]
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +37,24 @@ _MERGE = "application/merge-patch+json"
 _WATCH_SECONDS = 300
 
 
+class KubeconfigError(ValueError):
+    """No usable cluster configuration; the message says which file or source failed and why."""
+
+
 def load_api_client(kubeconfig: str | None) -> client.ApiClient:
     """In-cluster config when no kubeconfig is given and we run in a pod; otherwise the kubeconfig file."""
     # The config loaders carry no annotations; the ignores cover only that.
     configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except config.ConfigException:
+                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError) as err:
+        raise KubeconfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from err
     return client.ApiClient(configuration)
 
 

@@ -49,6 +49,7 @@ class ClusterStore:
         self._uid_to_pod: dict[str, str] = {}
         self._gang_pods: dict[str, set[str]] = {}
         self._requests: dict[str, ResourceVector] = {}
+        self._allocatable: dict[str, ResourceVector] = {}
         self._used: dict[str, ResourceVector] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
@@ -151,6 +152,14 @@ class ClusterStore:
             return cached
         return pod.requests()
 
+    def allocatable_of(self, node: str) -> ResourceVector:
+        """The node's allocatable units, parsed once per node change (empty for an unknown node)."""
+        return self._allocatable.get(node, {})
+
+    def allocatable_by_node(self) -> dict[str, ResourceVector]:
+        with self._lock:
+            return {name: dict(vector) for name, vector in self._allocatable.items()}
+
     def used_on(self, node: str) -> ResourceVector:
         """Units held on ``node`` by bound, non-terminal pods."""
         with self._lock:
@@ -186,6 +195,7 @@ class ClusterStore:
         elif isinstance(obj, Node):
             self._node_version += 1
             self._nodes[key] = obj
+            self._allocatable[key] = obj.allocatable()
         else:
             self._gangs[key] = obj
 
@@ -197,6 +207,7 @@ class ClusterStore:
             return pod
         if kind == "Node":
             self._node_version += 1
+            self._allocatable.pop(key, None)
             return self._nodes.pop(key)
         return self._gangs.pop(key)
 

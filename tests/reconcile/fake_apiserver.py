@@ -65,7 +65,7 @@ class FakeApiServer:
 
     @contextmanager
     def running(self) -> Iterator[FakeApiServer]:
-        thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         try:
             yield self

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import random
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,48 @@ def test_kubeconfig_credentials_reach_the_server(server: FakeApiServer, tmp_path
     api = KubeApi(load_api_client(str(kubeconfig)))
     assert [p["metadata"]["name"] for p in api.list_podcliquesets()] == ["multinode-aggregated"]
     assert server.requests[-1].headers.get("authorization") == "Bearer s3cret"
+
+
+def test_run_loop_over_http_converges_a_new_pcs_and_follows_binds(server: FakeApiServer) -> None:
+    api = _kube(server)
+    stop = threading.Event()
+    threads = api.start_watches(stop)
+    loop = threading.Thread(target=Reconciler(api).run, kwargs={"stop": stop, "poll_seconds": 0.2}, daemon=True)
+    loop.start()
+    try:
+        backend = server.api
+
+        def wait_for(condition: Callable[[], bool]) -> bool:
+            for _ in range(100):
+                with server.lock:
+                    if condition():
+                        return True
+                time.sleep(0.05)
+            return False
+
+        assert wait_for(lambda: len(backend.of_kind("Pod")) == 8)
+        base = "multinode-aggregated-0"
+        assert wait_for(
+            lambda: (
+                not any(gated(p) for p in backend.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podgang"] == base)
+            )
+        )
+        with server.lock:
+            for pod in backend.of_kind("Pod"):
+                if pod["metadata"]["labels"]["grove.io/podgang"] == base:
+                    backend.bind_pod(NS, pod["metadata"]["name"], "node-1")
+        # Binding the base gang is a pod event: the scaled gang's gates lift with no resync.
+        assert wait_for(lambda: not any(gated(p) for p in backend.of_kind("Pod")))
+    finally:
+        stop.set()
+        loop.join(timeout=5)
+        for thread in threads:
+            thread.join(timeout=5)
+    assert not loop.is_alive()
+
+
+def test_serve_refuses_an_unusable_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from scheduler.cli import main
+
+    assert main(["reconcile", "--kubeconfig", str(tmp_path / "missing")]) == 1
+    assert "kubeconfig" in capsys.readouterr().err

@@ -1,0 +1,121 @@
+"""``grove-extender serve``: the extender over HTTP (uvicorn, keep-alive).
+
+Embedded mode (``--snapshot FILE``): the cluster is the snapshot, binds and status writes are applied in memory,
+and this replica is always the leader. ``build_service`` is shared with the live mode, which only swaps the
+store's feed, the writer and the leadership.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import uvicorn
+from fastapi import FastAPI
+
+from api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from placement.request import SolveOptions
+from scheduler.cluster_view import LevelsError, choose_levels
+from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
+from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
+from scheduler.leadership import AlwaysLeader, Leadership
+from scheduler.snapshot import SnapshotError, load_snapshot
+from scheduler.state import ClusterStore, load_snapshot_into
+from topology import Level
+
+__all__ = ["Service", "build_service", "register"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Service:
+    app: FastAPI
+    coordinator: Coordinator
+    worker: BackgroundWorker
+
+
+def load_solver() -> Solver:
+    """``placement.solve``, the one solver every plan goes through."""
+    module = importlib.import_module("placement.solve")
+    return cast(Solver, module.solve)
+
+
+def build_service(
+    *,
+    store: ClusterStore,
+    writer: ClusterWriter,
+    leadership: Leadership,
+    config: CoordinatorConfig,
+    levels: Sequence[Level] | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> Service:
+    """Wire store → coordinator → app. Build it before the store is filled, so the first list's events queue
+    every pending gang for planning ahead."""
+    coordinator = Coordinator(
+        store=store, writer=writer, solver=load_solver(), leadership=leadership, config=config, levels=levels
+    )
+    app = create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes)
+    return Service(app=app, coordinator=coordinator, worker=BackgroundWorker(coordinator))
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("serve", help="run the kube-scheduler extender (filter, prioritize, bind, preempt)")
+    parser.add_argument("--snapshot", help="serve over this snapshot (embedded mode: binds are applied in memory)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8888, help="port to listen on (default: %(default)s)")
+    parser.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=CoordinatorConfig.barrier_timeout_seconds,
+        help="seconds a bind waits for the rest of its gang; keep below kube-scheduler's httpTimeout "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--reservation-ttl",
+        type=float,
+        default=CoordinatorConfig.reservation_ttl_seconds,
+        help="seconds a plan holds capacity before it must be used (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
+    )
+    parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if not args.snapshot:
+        print("grove-extender serve: --snapshot FILE is required", file=sys.stderr)
+        return 2
+    try:
+        snapshot = load_snapshot(args.snapshot)
+        levels = choose_levels(levels_file=args.levels, bindings=snapshot.topology_bindings)
+    except (SnapshotError, LevelsError) as err:
+        print(f"grove-extender serve: {err}", file=sys.stderr)
+        return 2
+    config = CoordinatorConfig(
+        barrier_timeout_seconds=args.barrier_timeout,
+        reservation_ttl_seconds=args.reservation_ttl,
+        solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
+    )
+    store = ClusterStore()
+    service = build_service(
+        store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=config, levels=levels
+    )
+    load_snapshot_into(store, snapshot)
+    service.worker.start()
+    log.info("serving snapshot=%s host=%s port=%d", args.snapshot, args.host, args.port)
+    try:
+        # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
+        uvicorn.run(service.app, host=args.host, port=args.port, log_level=args.log_level, timeout_keep_alive=120)
+    finally:
+        service.worker.stop()
+    return 0
