@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = ["QuantityError", "parse_quantity", "resource_units"]
 
@@ -32,6 +33,8 @@ _PATTERN = re.compile(
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
 )
 
+_MAX_EXPONENT = 40  # apimachinery caps values at int64 anyway (~9.2e18)
+
 # Resources kube-scheduler counts in thousandths; everything else is a whole count.
 _MILLI_RESOURCES = frozenset({"cpu"})
 
@@ -50,6 +53,16 @@ def parse_quantity(value: str | int | float) -> Fraction:
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a finite quantity")
         return Fraction(str(value))
+    if not isinstance(value, str):
+        # Anything else (null, a list, an object) reaches here from hand-written YAML: a named error, not a crash.
+        raise QuantityError(f"{value!r} is not a quantity (expected a string or a number)")
+    return _parse_text(value)
+
+
+# A pure memo, not state: a cluster spells the same few quantities ("4", "16Gi", "110") tens of thousands of
+# times, and building Fractions dominated loading a 10,000-node snapshot (benchmarks/bench_snapshot_load.py).
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
     text = value.strip()
     match = _PATTERN.match(text)
     if match is None:
@@ -61,6 +74,9 @@ def parse_quantity(value: str | int | float) -> Fraction:
         return number * _BINARY[match["bin"]]
     if match["exp"]:
         exponent = int(match["exp"][1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            # 10**1000000000 would take minutes and gigabytes to build: refuse, don't hang on a typo.
+            raise QuantityError(f"{value!r}: exponent beyond ±{_MAX_EXPONENT} is not a sensible quantity")
         return number * Fraction(10) ** exponent
     return number * _DECIMAL[match["dec"] or ""]
 
@@ -70,7 +86,15 @@ def resource_units(resource: str, value: str | int | float) -> int:
 
     Rounds up, so a request never looks smaller than it is.
     """
+    if isinstance(value, str):
+        return _units_of_text(resource in _MILLI_RESOURCES, value)
     quantity = parse_quantity(value)
     if resource in _MILLI_RESOURCES:
         quantity *= 1000
     return math.ceil(quantity)
+
+
+@lru_cache(maxsize=4096)
+def _units_of_text(milli: bool, value: str) -> int:
+    quantity = _parse_text(value)
+    return math.ceil(quantity * 1000 if milli else quantity)

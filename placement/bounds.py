@@ -1,68 +1,68 @@
 """Lower bounds on each objective tier, from free capacity alone (no search).
 
-Each bound holds for every feasible plan: to place a group's ``minReplicas`` pods you need at least as many
-domains as it takes, largest first, to add up to that many pods (per group, and per resource over the whole
-gang). They serve three ends: ``placementScore`` (how far a plan is from the best it could conceivably be),
-the greedy shortcut (a greedy plan that meets every bound is optimal, no solver needed), and the order in which
-candidate domains of a required pack are searched.
+To place a group's ``minReplicas`` pods you need at least as many domains as it takes, largest first, to add up
+to that many pods (per group, and per resource over the whole gang). The best-fit tiers are bounded given the
+span tiers above them at their bounds (a plan that spans more domains is already worse, whatever its fit), so
+the bound vector is a lexicographic bound: a plan that meets it is optimal. They serve three ends:
+``placementScore`` (how far a plan is from the best it could conceivably be), the greedy shortcut (a greedy
+plan that meets every bound is optimal, no solver needed), and the order in which candidate domains of a
+required pack are searched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
+from placement.arrays import Ints
 from placement.problem import Problem
 
 __all__ = ["Bounds", "fewest_to_cover", "gang_bounds", "tier_bounds"]
+
+_Need = tuple[Ints, int]  # (what each node can contribute, amount the chosen domains must add up to)
 
 
 def fewest_to_cover(capacities: Iterable[int], need: int) -> int | None:
     """How many of ``capacities``, largest first, it takes to reach ``need``; ``None`` if all of them fall short."""
     if need <= 0:
         return 0
-    total = 0
-    for count, capacity in enumerate(sorted(capacities, reverse=True), start=1):
-        total += capacity
-        if total >= need:
-            return count
-    return None
+    values = capacities if isinstance(capacities, np.ndarray) else np.fromiter(capacities, np.int64)
+    ordered = np.sort(values)[::-1]
+    total = np.cumsum(ordered)
+    if not len(total) or total[-1] < need:
+        return None
+    return int(np.searchsorted(total, need)) + 1
 
 
-def tier_bounds(problem: Problem, nodes: Collection[str] | None = None) -> tuple[int, ...] | None:
-    """A lower bound per tier (see :mod:`placement.objective`) for plans using only ``nodes`` (default: all
-    candidates); ``None`` when even this relaxation cannot place every group's ``minReplicas``."""
-    pool = problem.nodes if nodes is None else [n for n in nodes if n in problem.node_set]
-    everyone = range(len(problem.groups))
+def tier_bounds(problem: Problem, nodes: Ints | None = None) -> tuple[int, ...] | None:
+    """A lower bound per tier (see :mod:`placement.objective`) for plans using only the candidate nodes at
+    indexes ``nodes`` (default: all); ``None`` when even this relaxation cannot place every ``minReplicas``."""
+    arrays = problem.arrays
+    idx = np.arange(len(problem.nodes)) if nodes is None else nodes
+    needs = _needs(problem, range(len(problem.groups)))
     preferred = 0
     for scope in problem.preferred:
-        values = {n: problem.key_value(n, scope.key) or n for n in pool}
-        count = _fewest_domains(_needs(problem, scope.groups), values)
+        count = _fewest_domains(_needs(problem, scope.groups), arrays.key_ids(scope.key), idx)
         if count is None:
             return None
         preferred += max(0, count - 1)
-    needs = _needs(problem, everyone)
     spans: list[int] = []
     for level in problem.span_levels:
-        count = _fewest_domains(needs, {n: problem.domain(n, level) for n in pool})
+        count = _fewest_domains(needs, arrays.level_ids[level], idx)
         if count is None:
             return None
         spans.append(count)
     fresh: list[int] = []
     if problem.fresh_level is not None:
-        level = problem.fresh_level
-        count = _fewest_costly(needs, {n: problem.domain(n, level) for n in pool}, problem.fresh_domains)
-        if count is None:
-            return None
-        fresh.append(count)
-    count = _fewest_costly(needs, {n: n for n in pool}, problem.fresh_nodes)
-    if count is None:
-        return None
-    fresh.append(count)
-    pooled = set(pool)
-    missing = sum(
-        len(g.pods) - min(len(g.pods), sum(c for n, c in g.cap.items() if n in pooled)) for g in problem.groups
-    )
+        k = spans[problem.span_levels.index(problem.fresh_level)]
+        fresh.append(_fresh_domains(needs, arrays.level_ids[problem.fresh_level], arrays.fresh_domain_mask(), idx, k))
+    fresh.append(_fresh_nodes(problem, needs, idx, spans[0] if spans else None))
+    pods = [len(g.pods) for g in problem.groups]
+    room = [int(arrays.cap[g][idx].sum()) for g in range(len(pods))]
+    missing = sum(p - min(p, r) for p, r in zip(pods, room, strict=True))
     return (preferred, *spans, *fresh, missing)
 
 
@@ -86,60 +86,89 @@ def gang_bounds(problem: Problem) -> Bounds | None:
     if scope is None:
         whole = tier_bounds(problem)
         return None if whole is None else Bounds(whole, whole)
-    members: dict[str, list[str]] = {}
-    for node in problem.nodes:
-        value = problem.key_value(node, scope.key)
-        if value is not None:
-            members.setdefault(value, []).append(node)
-    by_domain = {v: b for v, nodes in members.items() if (b := tier_bounds(problem, nodes)) is not None}
+    arrays = problem.arrays
+    ids = arrays.key_ids(scope.key)
+    names = arrays.key_names(scope.key)
+    # Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds nothing of the gang.
+    order = np.argsort(ids, kind="stable")
+    edges = [*np.flatnonzero(np.diff(ids[order], prepend=-1)).tolist(), len(ids)]
+    by_domain: dict[str, tuple[int, ...]] = {}
+    for begin, end in itertools.pairwise(edges if len(ids) else []):
+        idx = order[begin:end]
+        name = names[int(ids[idx[0]])]
+        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx)) is not None:
+            by_domain[name] = found
     if not by_domain:
         return None
     per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
     return Bounds(per_tier, min(by_domain.values()), by_domain)
 
 
-_Need = tuple[Mapping[str, int], int]  # (what each node can contribute, amount the domains must add up to)
-
-
 def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:
     """What a set of domains must hold: each group's minimum in pods, and the groups' summed minimum demand per
     resource (counting only nodes where some of those groups may run)."""
-    chosen = [problem.groups[g] for g in groups if problem.groups[g].min > 0]
-    needs: list[_Need] = [(g.cap, g.min) for g in chosen]
+    arrays = problem.arrays
+    chosen = [g for g in groups if problem.groups[g].min > 0]
+    cached = arrays.needs.get(tuple(chosen))
+    if cached is not None:
+        return cached
+    needs: list[_Need] = [(arrays.cap[g], problem.groups[g].min) for g in chosen]
     for resource in problem.resources:
-        amount = sum(g.min * g.demand.get(resource, 0) for g in chosen)
+        amount = sum(problem.groups[g].min * problem.groups[g].demand.get(resource, 0) for g in chosen)
         if amount > 0:
-            hosts = {n for g in chosen if resource in g.demand for n in g.cap}
-            needs.append(({n: problem.free(n, resource) for n in hosts}, amount))
+            hosts = np.zeros(len(problem.nodes), np.bool_)
+            for g in chosen:
+                if resource in problem.groups[g].demand:
+                    hosts |= arrays.cap[g] > 0
+            needs.append((np.where(hosts, arrays.free[resource], 0), amount))
+    arrays.needs[tuple(chosen)] = needs
     return needs
 
 
-def _fewest_domains(needs: list[_Need], domain_of: Mapping[str, str]) -> int | None:
+def _sums(ids: Ints, weights: Ints, idx: Ints) -> Ints:
+    return np.bincount(ids[idx], weights=weights[idx]).astype(np.int64)
+
+
+def _fewest_domains(needs: list[_Need], ids: Ints, idx: Ints) -> int | None:
     best = 0
     for capacity, amount in needs:
-        per_domain: dict[str, int] = {}
-        for node, domain in domain_of.items():
-            per_domain[domain] = per_domain.get(domain, 0) + capacity.get(node, 0)
-        count = fewest_to_cover(per_domain.values(), amount)
+        count = fewest_to_cover(_sums(ids, capacity, idx), amount)
         if count is None:
             return None
         best = max(best, count)
     return best
 
 
-def _fewest_costly(needs: list[_Need], domain_of: Mapping[str, str], costly: Collection[str]) -> int | None:
-    """How many ``costly`` (wholly free) domains a plan must break into once every other domain is full."""
+def _fresh_domains(needs: list[_Need], ids: Ints, fresh: np.ndarray, idx: Ints, k: int) -> int:
+    """Wholly free domains a plan spanning exactly ``k`` domains must include: the fewest f such that the
+    largest k − f partly used domains plus the largest f free ones can hold each need."""
     best = 0
     for capacity, amount in needs:
-        cheap = 0
-        per_costly: dict[str, int] = {}
-        for node, domain in domain_of.items():
-            if domain in costly:
-                per_costly[domain] = per_costly.get(domain, 0) + capacity.get(node, 0)
-            else:
-                cheap += capacity.get(node, 0)
-        count = fewest_to_cover(per_costly.values(), amount - cheap)
-        if count is None:
-            return None
-        best = max(best, count)
+        sums = _sums(ids, capacity, idx)
+        used = np.bincount(ids[idx], minlength=len(sums)) > 0
+        mask = fresh[: len(sums)]
+        partly = np.sort(sums[used & ~mask])[::-1]
+        whole = np.sort(sums[used & mask])[::-1]
+        for f in range(k + 1):
+            if k - f <= len(partly) and f <= len(whole) and partly[: k - f].sum() + whole[:f].sum() >= amount:
+                best = max(best, f)
+                break
+    return best
+
+
+def _fresh_nodes(problem: Problem, needs: list[_Need], idx: Ints, k: int | None) -> int:
+    """Wholly free nodes a plan must break into once the partly used capacity of the (at most ``k``, the span
+    bound of the narrowest level) domains it uses is full."""
+    arrays = problem.arrays
+    fresh = arrays.fresh[idx]
+    best = 0
+    for capacity, amount in needs:
+        cap = capacity[idx]
+        if k is None:
+            cheap = int(cap[~fresh].sum())
+        else:
+            ids = arrays.level_ids[problem.span_levels[0]][idx]
+            cheap = int(np.sort(np.bincount(ids, weights=np.where(fresh, 0, cap)))[::-1][:k].sum())
+        count = fewest_to_cover(cap[fresh], amount - cheap)
+        best = max(best, count if count is not None else 0)
     return best

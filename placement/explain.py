@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from placement.problem import Problem, Scope
+from placement.prune import holding_domains
 
 __all__ = ["explain_infeasible", "relaxation_reason"]
 
@@ -37,13 +40,29 @@ def _shortfalls(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -
     return found
 
 
+def _whole_shortfalls(problem: Problem) -> list[_Shortfall]:
+    """The cluster-wide sums, on arrays: this runs on every solve, so it must not loop over nodes in Python."""
+    arrays = problem.arrays
+    found: list[_Shortfall] = []
+    hosts = np.zeros(len(problem.nodes), np.bool_)
+    for g in problem.groups:
+        if g.min > 0:
+            hosts |= arrays.cap[g.index] > 0
+    for resource in problem.resources:
+        need = sum(g.min * g.demand.get(resource, 0) for g in problem.groups)
+        have = int(arrays.free[resource][hosts].sum())
+        if need > have:
+            found.append(_Shortfall(f"{need} {resource}", have, need))
+    return found
+
+
 def relaxation_reason(problem: Problem) -> str | None:
     """A reason when capacity sums alone rule the gang out; ``None`` when they do not (search must decide)."""
     for group in problem.groups:
         have = sum(group.cap.values())
         if have < group.min:
             return _group_reason(problem, group.index, have)
-    whole = _shortfalls(problem, problem.nodes, range(len(problem.groups)))
+    whole = _whole_shortfalls(problem)
     if whole:
         worst = max(whole, key=lambda s: s.relative)
         return (
@@ -84,26 +103,34 @@ def _group_reason(problem: Problem, index: int, have: int) -> str:
 
 
 def _scope_reason(problem: Problem, scope: Scope) -> str | None:
-    if all(problem.groups[g].min == 0 for g in scope.groups):
-        return None
-    by_value: dict[str, list[str]] = {}
-    for node in problem.nodes:
-        if any(node in problem.groups[g].cap for g in scope.groups):
-            value = problem.key_value(node, scope.key)
-            if value is not None:
-                by_value.setdefault(value, []).append(node)
-    closest: tuple[float, str, _Shortfall] | None = None
-    for value, nodes in by_value.items():
-        shortfalls = _shortfalls(problem, nodes, scope.groups)
-        if not shortfalls:
-            return None  # this domain holds the scope on capacity alone
-        worst = max(shortfalls, key=lambda s: s.relative)
-        if closest is None or worst.relative < closest[0]:
-            closest = (worst.relative, value, worst)
-    if closest is None:
+    if all(problem.groups[g].min == 0 for g in scope.groups) or holding_domains(problem, scope).any():
+        return None  # some domain holds the scope on capacity alone
+    arrays = problem.arrays
+    ids = arrays.key_ids(scope.key)
+    hosts = np.zeros(len(ids), np.bool_)
+    for index in scope.groups:
+        hosts |= arrays.cap[index] > 0
+    if not hosts.any():
         return f"{scope.describe(problem)} must share one {scope.key}, but no eligible node carries that label"
-    _, value, worst = closest
+    size = int(ids.max()) + 1
+    # Per domain, its worst relative shortfall over the scope's needs; the closest domain has the smallest.
+    worst = np.zeros(size)
+    chosen = [problem.groups[g] for g in scope.groups if problem.groups[g].min > 0]
+    for group in chosen:
+        have = np.bincount(ids, weights=arrays.cap[group.index], minlength=size)
+        worst = np.maximum(worst, (group.min - have) / group.min)
+    for resource in problem.resources:
+        need = sum(g.min * g.demand.get(resource, 0) for g in chosen)
+        if need:
+            have = np.bincount(ids, weights=np.where(hosts, arrays.free[resource], 0), minlength=size)
+            worst = np.maximum(worst, (need - have) / need)
+    candidates = np.zeros(size, np.bool_)
+    candidates[ids[hosts]] = True
+    best = int(np.flatnonzero(candidates)[np.argmin(worst[candidates])])
+    nodes = [problem.nodes[i] for i in np.flatnonzero((ids == best) & hosts)]
+    shortfall = max(_shortfalls(problem, nodes, scope.groups), key=lambda s: s.relative)
+    value = problem.key_value(nodes[0], scope.key)
     return (
-        f"needs {worst.what} in one {scope.key} (required pack of {scope.describe(problem)}); "
-        f"the closest domain, {value}, has {worst.have} ({worst.need - worst.have} short)"
+        f"needs {shortfall.what} in one {scope.key} (required pack of {scope.describe(problem)}); "
+        f"the closest domain, {value}, has {shortfall.have} ({shortfall.need - shortfall.have} short)"
     )

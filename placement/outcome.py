@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from placement.bounds import gang_bounds
+from placement.bounds import gang_bounds, tier_bounds
 from placement.objective import Counts, assignment_of, evaluate, tier_names
 from placement.problem import Problem
 from placement.request import Result, Status
@@ -28,7 +28,9 @@ def planned(
     values = evaluate(problem, counts)
     if bounds is None:
         found = gang_bounds(problem)
-        bounds = None if found is None else found.per_tier
+        # A pod-by-pod baseline may place a gang no single required domain could hold; score it against the
+        # bounds without that pack.
+        bounds = tier_bounds(problem) if found is None else found.per_tier
     parts: dict[str, float] = dict(zip(tier_names(problem), map(float, values), strict=True))
     parts.update(solver or {})
     placed = any(c > 0 for c in counts.values())

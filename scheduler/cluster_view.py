@@ -18,7 +18,7 @@ import yaml
 from api.grove import ClusterTopologyBinding
 from api.kube import Node, Pod, ResourceVector
 from placement.request import ClusterView
-from scheduler.snapshot import Snapshot
+from scheduler.snapshot import Snapshot, gc_paused
 from topology import HostSpec, Level, Topology, levels_from_pairs
 
 __all__ = [
@@ -102,8 +102,9 @@ def choose_levels(
 
 
 def build_topology(nodes: Iterable[Node], *, levels: Sequence[Level] | None = None) -> Topology:
-    hosts = [HostSpec(node.name, node.metadata.labels, node.allocatable()) for node in nodes]
-    return Topology(hosts, levels)
+    with gc_paused():  # tens of thousands of graph nodes, all long-lived
+        hosts = [HostSpec(node.name, node.metadata.labels, node.allocatable()) for node in nodes]
+        return Topology(hosts, levels)
 
 
 def holds_capacity(pod: Pod) -> bool:

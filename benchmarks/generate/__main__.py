@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.generate.scenarios import GANGS, LOAD, SCENARIOS, build
+from benchmarks.generate.scenarios import LOAD, SCENARIOS, build
 from scheduler.snapshot import dump_snapshot
 
 
@@ -16,7 +16,7 @@ def main() -> None:
         "--data", type=Path, default=Path("/work/shared/data"), help="the public traces (../shared/data)"
     )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--gangs", type=int, default=GANGS)
+    parser.add_argument("--gangs", type=int, help="gangs per snapshot (default: each scenario's own)")
     parser.add_argument("--load", type=float, default=LOAD, help="offered GPU load as a share of the cluster's GPUs")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
     args = parser.parse_args()

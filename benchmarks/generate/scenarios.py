@@ -19,8 +19,8 @@ from benchmarks.generate.workload import sample_arrivals, weighted
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 NAMESPACE = "bench"
-GANGS = 300
 LOAD = 1.2
+ALIBABA_FRACTION = 1 / 16  # of each (model, GPUs, CPUs) stratum: the fleet's mix, at a size a bench run can take
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Scenario:
     name: str
     nodes: Callable[[random.Random, Path], list[dict[str, Any]]]
     shape: Callable[[random.Random, TraceDistributions, list[dict[str, Any]]], GangShape]
+    gangs: int  # enough arrivals for the window to span several mean run times
 
 
 def _required_or_preferred(rng: random.Random, key: str, *, required_share: float) -> Pack:
@@ -124,21 +125,27 @@ SCENARIOS: dict[str, Scenario] = {
         "gb200-nvl72",
         lambda _rng, _data: clusters.gb200_nvl72(racks=8, racks_per_leaf=2, leaves_per_spine=2),
         _gb200_shape,
+        gangs=300,
     ),
     "dgx-h100": Scenario(
-        "dgx-h100", lambda _rng, _data: clusters.dgx_h100(scalable_units=4, sus_per_spine=2), _h100_shape
+        "dgx-h100", lambda _rng, _data: clusters.dgx_h100(scalable_units=4, sus_per_spine=2), _h100_shape, gangs=400
     ),
     "alibaba-hetero": Scenario(
         "alibaba-hetero",
         lambda rng, data: clusters.alibaba_heterogeneous(
-            clusters.read_alibaba_nodes(data / "alibaba-spot-gpu-v2026" / "node_info_df.csv"), fraction=1 / 16, rng=rng
+            clusters.read_alibaba_nodes(data / "alibaba-spot-gpu-v2026" / "node_info_df.csv"),
+            fraction=ALIBABA_FRACTION,
+            rng=rng,
         ),
         _alibaba_shape,
+        gangs=600,
     ),
 }
 
 
-def build(name: str, *, seed: int, data_dir: Path, gangs: int = GANGS, load: float = LOAD) -> list[dict[str, Any]]:
+def build(
+    name: str, *, seed: int, data_dir: Path, gangs: int | None = None, load: float = LOAD
+) -> list[dict[str, Any]]:
     """Every item of the scenario's snapshot: Nodes, then each PodGang followed by its pods, in arrival order."""
     scenario = SCENARIOS[name]
     rng = random.Random(f"{name}/{seed}")  # str seeds hash deterministically (sha512), unlike hash()
@@ -146,7 +153,7 @@ def build(name: str, *, seed: int, data_dir: Path, gangs: int = GANGS, load: flo
     nodes = scenario.nodes(rng, data_dir)
     capacity = sum(int(node["status"]["allocatable"][GPU]) for node in nodes)
     arrivals = sample_arrivals(
-        count=gangs,
+        count=gangs or scenario.gangs,
         load=load,
         capacity_gpus=capacity,
         shape=lambda r: scenario.shape(r, traces, nodes),

@@ -9,6 +9,7 @@ chunks, each chunk's optimum fixed before the next, so coefficients never get la
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,31 +37,34 @@ class ModelOutcome:
     bound: float | None = None
 
 
-def _chunks(tiers: Sequence[Tier], lower: Sequence[int]) -> list[list[tuple[Tier, int, int]]]:
-    """Split tiers (priority order) into chunks whose weights fit; each item is (tier, lower bound, range)."""
-    chunks: list[list[tuple[Tier, int, int]]] = [[]]
+def _chunks(tiers: Sequence[Tier], lower: Sequence[int]) -> list[list[tuple[Tier, int]]]:
+    """Split tiers (priority order) into chunks whose weights fit; each item is (tier, its lexicographic bound)."""
+    chunks: list[list[tuple[Tier, int]]] = [[]]
     product = 1
     for tier, lo in zip(tiers, lower, strict=True):
-        size = max(0, tier.upper - lo) + 1
+        size = tier.upper + 1
         if chunks[-1] and product * size > _WEIGHT_LIMIT:
             chunks.append([])
             product = 1
-        chunks[-1].append((tier, lo, size))
+        chunks[-1].append((tier, min(lo, tier.upper)))
         product *= size
     return chunks
 
 
-def _weighted(chunk: list[tuple[Tier, int, int]]) -> cp_model.LinearExpr:
+def _weighted(chunk: list[tuple[Tier, int]]) -> tuple[cp_model.LinearExpr, int]:
+    """The chunk's objective and its value at the bound vector. Weights cover each tier's whole range [0, upper],
+    so the sum orders plans exactly as the tuple does, and any plan lexicographically at or above the bound
+    scores at or above the bound's value: a valid constraint that lets the solver stop as soon as it meets it."""
     exprs: list[cp_model.LinearExpr] = []
     weights: list[int] = []
-    offset = 0
+    floor = 0
     weight = 1
-    for tier, lo, size in reversed(chunk):
+    for tier, lo in reversed(chunk):
         exprs.append(tier.expr)
         weights.append(weight)
-        offset += weight * lo
-        weight *= size
-    return cp_model.LinearExpr.weighted_sum(exprs, weights) - offset
+        floor += weight * lo
+        weight *= tier.upper + 1
+    return cp_model.LinearExpr.weighted_sum(exprs, weights), floor
 
 
 def solve_model(
@@ -68,9 +72,10 @@ def solve_model(
     *,
     hint: Counts | None,
     lower: Sequence[int] | None,
-    time_limit: float,
+    deadline: float,
     workers: int,
 ) -> ModelOutcome:
+    """Solve with ``lower`` a lexicographic bound on the tier tuple (see :mod:`placement.bounds`)."""
     mv = ModelVars.build(problem)
     for add in CONSTRAINTS.values():
         add(mv)
@@ -80,13 +85,17 @@ def solve_model(
     if hint:
         _add_hint(mv, hint)
     outcome = ModelOutcome("unknown")
-    remaining = time_limit
+    remaining = deadline - time.perf_counter()  # measured after building: the build is part of the budget
+    at_bound = lower is not None  # the bound of a later chunk holds only while every earlier chunk met its own
     for chunk in _chunks(tiers, lower or [0] * len(tiers)):
-        objective = _weighted(chunk)
+        objective, floor = _weighted(chunk)
+        if at_bound:
+            mv.model.add(objective >= floor)
         mv.model.minimize(objective)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(remaining, 0.01)
         solver.parameters.num_workers = workers
+        solver.parameters.log_search_progress = bool(__import__("os").environ.get("CPLOG"))
         status = solver.solve(mv.model)
         remaining -= solver.wall_time
         if status == cp_model.INFEASIBLE:
@@ -99,6 +108,7 @@ def solve_model(
         # The objective is integral, so its bound rounds up (CP-SAT reports it as a float with LP noise).
         bound = math.ceil(solver.best_objective_bound - 1e-6)
         outcome = ModelOutcome("optimal" if proven else "feasible", counts, value, bound)
+        at_bound = at_bound and value == floor
         if not proven or remaining <= 0:
             break
         # Fix this chunk at its optimum and carry the plan as the next chunk's starting point.

@@ -1,5 +1,7 @@
 """``topology-greedy``: all-or-nothing, tightest domain first (the way KAI-Scheduler packs), and the CP-SAT hint.
 
+It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.extras`.
+
 Try each domain as the gang's container, narrowest level first and, within a level, partly used domains before
 wholly free ones and the smallest that could hold the gang first; inside a container, fill sub-domains largest
 first (fewest of them) and nodes partly used, fullest first (best fit). ``preferred`` packs are first treated as
@@ -10,8 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
+from placement.arrays import Ints
+from placement.greedy.domain_choice import choose_domains
 from placement.greedy.ledger import Ledger
-from placement.problem import Problem
+from placement.objective import evaluate
+from placement.problem import Problem, Scope
 
 __all__ = ["topology_greedy"]
 
@@ -19,64 +27,76 @@ _Pack = tuple[tuple[int, ...], str]  # (group indexes, label key) that must shar
 
 
 class _Layout:
-    """Per-problem precomputation: the fill order of nodes and each domain's capacity."""
+    """Per-problem precomputation on node-index arrays: the fill order of nodes and the candidate containers."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, *, partly_first: bool) -> None:
         self.problem = problem
-        primary = problem.primary
-        self.domain_free: dict[str, dict[str, int]] = {}
+        arrays = problem.arrays
+        count = len(problem.nodes)
+        primary = arrays.free.get(problem.primary, np.zeros(count, np.int64))
+        self.domain_free: dict[str, Ints] = {}
+        # Sort keys, least significant first (np.lexsort): node name, free units, freshness, then each level's
+        # domain (its rank, then its id to keep a domain's nodes together), narrow to broad.
+        keys: list[Ints] = [np.arange(count), primary, arrays.fresh.astype(np.int64)]
         for level in problem.span_levels:
-            sums: dict[str, int] = {}
-            for node in problem.nodes:
-                domain = problem.domain(node, level)
-                sums[domain] = sums.get(domain, 0) + problem.free(node, primary)
-            self.domain_free[level] = sums
-        broad_first = tuple(reversed(problem.span_levels))
+            ids, size = arrays.level_ids[level], len(arrays.level_names[level])
+            self.domain_free[level] = np.bincount(ids, weights=primary, minlength=size).astype(np.int64)
+            partly = np.bincount(ids, weights=np.where(arrays.fresh, 0, primary), minlength=size).astype(np.int64)
+            rank = partly if partly_first else self.domain_free[level]
+            keys.extend((ids, -rank[ids]))
+        self.order: Ints = np.lexsort(keys) if count else np.arange(0)
 
-        def key(node: str) -> tuple[object, ...]:
-            path = tuple(
-                (-self.domain_free[lv][problem.domain(node, lv)], problem.domain(node, lv)) for lv in broad_first
-            )
-            return (*path, node in problem.fresh_nodes, problem.free(node, primary), node)
-
-        self.order = sorted(problem.nodes, key=key)
-
-    def containers(self) -> list[list[str]]:
-        """Candidate containers, narrowest level first, partly used and tightest first; the whole cluster last."""
+    def containers(self) -> list[Ints]:
+        """Candidate containers (node indexes in fill order), narrowest level first, partly used and tightest
+        first; the whole cluster last. Only domains that hold the gang on capacity sums are offered."""
         problem = self.problem
-        found: list[list[str]] = []
+        arrays = problem.arrays
+        found: list[Ints] = []
         for level in problem.span_levels:
-            members: dict[str, list[str]] = {}
-            for node in self.order:
-                members.setdefault(problem.domain(node, level), []).append(node)
-            if len(members) <= 1:
+            ids = arrays.level_ids[level][self.order]
+            domains = len(arrays.level_names[level])
+            if domains <= 1:
                 continue
-            fresh = problem.fresh_domains if level == problem.fresh_level else frozenset()
-            ranked = sorted(members, key=lambda d: (d in fresh, self.domain_free[level][d], d))
-            found.extend(members[d] for d in ranked if self._could_hold(members[d]))
+            holds = self._holds_per_domain(arrays.level_ids[level], domains)
+            holds &= np.bincount(ids, minlength=domains) > 0  # a restricted problem numbers absent domains too
+            fresh = np.zeros(domains, np.bool_)
+            if level == problem.fresh_level:
+                fresh = arrays.fresh_domain_mask()
+            ranked = np.lexsort((np.arange(domains), self.domain_free[level], fresh))
+            grouped = np.argsort(ids, kind="stable")
+            starts = np.searchsorted(ids[grouped], np.arange(domains + 1))
+            found.extend(self.order[grouped[starts[d] : starts[d + 1]]] for d in ranked if holds[d])
         found.append(self.order)
         return found
 
-    def _could_hold(self, nodes: Sequence[str]) -> bool:
+    def _holds_per_domain(self, ids: Ints, domains: int) -> npt.NDArray[np.bool_]:
         problem = self.problem
+        arrays = problem.arrays
+        holds = np.ones(domains, np.bool_)
         for group in problem.groups:
-            if sum(group.cap.get(n, 0) for n in nodes) < group.min:
-                return False
+            holds &= np.bincount(ids, weights=arrays.cap[group.index], minlength=domains) >= group.min
         for resource in problem.resources:
             need = sum(g.min * g.demand.get(resource, 0) for g in problem.groups)
-            if need and sum(problem.free(n, resource) for n in nodes) < need:
-                return False
-        return True
+            if need:
+                holds &= np.bincount(ids, weights=arrays.free[resource], minlength=domains) >= need
+        return holds
 
 
 def topology_greedy(problem: Problem) -> dict[tuple[int, str], int] | None:
-    layout = _Layout(problem)
+    """Two passes, filling sub-domains largest first (fewest of them) and then partly used capacity first
+    (fewest wholly free nodes broken into); the better plan under the objective wins."""
+    plans = [p for partly in (False, True) if (p := _greedy(problem, _Layout(problem, partly_first=partly)))]
+    return min(plans, key=lambda plan: evaluate(problem, plan), default=None)
+
+
+def _greedy(problem: Problem, layout: _Layout) -> dict[tuple[int, str], int] | None:
     required: list[_Pack] = [(s.groups, s.key) for s in problem.required]
-    preferred: list[_Pack] = [(s.groups, s.key) for s in problem.preferred]
+    # A preferred pack no domain of its key could hold is not worth a pass as if it were required.
+    preferred: list[_Pack] = [(s.groups, s.key) for s in problem.preferred if _honourable(problem, s)]
     containers = layout.containers()
     for packs in ([*required, *preferred], required) if preferred else (required,):
-        for nodes in containers:
-            plan = _pack_within(problem, nodes, packs)
+        for indexes in containers:
+            plan = _pack_within(problem, [problem.nodes[i] for i in indexes], packs)
             if plan is not None:
                 return plan
     return None
@@ -94,44 +114,72 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
         if not fitting:
             return None
         # Tightest first: the smallest domain that holds the scope leaves the big ones for bigger gangs.
-        value = min(fitting, key=lambda v: (sum(problem.free(n, problem.primary) for n in by_value[v]), v))
+        primary = problem.primary
+        value = min(fitting, key=lambda v: (sum(problem.free(n, primary) for n in by_value[v]), v))
         chosen = set(by_value[value])
         for g in groups:
             region[g] = [n for n in region[g] if n in chosen]
+    ledger = _fill(problem, region)
+    if ledger is None:
+        return None
+    if problem.span_levels:
+        ledger, region = _best_set(problem, ledger, region)
+        # Refill inside the narrowest domains the first pass touched, partly used nodes first across all of
+        # them: same spans, but no wholly free node is broken while a touched domain has partly used room.
+        level = problem.span_levels[0]
+        touched = {problem.domain(n, level) for n in ledger.used_nodes()}
+        primary = problem.primary
+
+        def best_fit(node: str) -> tuple[bool, int, str]:
+            return (node in problem.fresh_nodes, problem.free(node, primary), node)
+
+        compact = {
+            g: sorted((n for n in nodes if problem.domain(n, level) in touched), key=best_fit)
+            for g, nodes in region.items()
+        }
+        refilled = _fill(problem, compact)
+        if refilled is not None and evaluate(problem, refilled.counts) < evaluate(problem, ledger.counts):
+            ledger, region = refilled, compact
+    return ledger.counts
+
+
+def _best_set(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) -> tuple[Ledger, dict[int, list[str]]]:
+    """Try the enumerated best set of narrowest domains, best-fit order across it; keep it if it scores better."""
+    union = list(dict.fromkeys(n for nodes in region.values() for n in nodes))
+    chosen = choose_domains(problem, union)
+    if chosen is None:
+        return ledger, region
+    level, primary = problem.span_levels[0], problem.primary
+    inside = {
+        g: sorted(
+            (n for n in nodes if problem.domain(n, level) in chosen),
+            key=lambda n: (n in problem.fresh_nodes, problem.free(n, primary), n),
+        )
+        for g, nodes in region.items()
+    }
+    trial = _fill(problem, inside)
+    if trial is not None and evaluate(problem, trial.counts) < evaluate(problem, ledger.counts):
+        return trial, inside
+    return ledger, region
+
+
+def _fill(problem: Problem, region: dict[int, list[str]]) -> Ledger | None:
     ledger = Ledger(problem)
     # Big pods first: they are the hard ones to fit once small pods have fragmented the nodes.
     for group in sorted(problem.groups, key=lambda g: -g.demand.get(problem.primary, 0)):
         if ledger.fill(group.index, region[group.index], group.min) < group.min:
             return None
-    _add_extras(problem, ledger, region)
-    return ledger.counts
+    return ledger
+
+
+def _honourable(problem: Problem, scope: Scope) -> bool:
+    arrays = problem.arrays
+    ids = arrays.key_ids(scope.key)
+    holds = np.ones(int(ids.max()) + 1 if len(ids) else 0, np.bool_)
+    for g in scope.groups:
+        holds &= np.bincount(ids, weights=arrays.cap[g], minlength=len(holds)) >= problem.groups[g].min
+    return bool(holds.any())
 
 
 def _holds(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -> bool:
     return all(sum(problem.groups[g].cap.get(n, 0) for n in nodes) >= problem.groups[g].min for g in groups)
-
-
-def _add_extras(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) -> None:
-    """Best-effort pods go only where they cost no objective tier: onto used nodes, or onto partly used nodes
-    whose every domain the gang already touches."""
-    used = ledger.used_nodes()
-    touched = {level: {problem.domain(n, level) for n in used} for level in problem.span_levels}
-
-    def free_of_cost(node: str) -> bool:
-        if node in used:
-            return True
-        if node in problem.fresh_nodes:
-            return False
-        return all(problem.domain(node, level) in touched[level] for level in problem.span_levels)
-
-    preferred_ok = {
-        s.index: {problem.key_value(n, s.key) for g, n in ledger.counts if g in s.groups} for s in problem.preferred
-    }
-    for group in problem.groups:
-        scopes = [s for s in problem.preferred if group.index in s.groups]
-        nodes = [
-            n
-            for n in region[group.index]
-            if free_of_cost(n) and all(problem.key_value(n, s.key) in preferred_ok[s.index] for s in scopes)
-        ]
-        ledger.fill(group.index, sorted(nodes, key=lambda n: n not in used), group.extras)

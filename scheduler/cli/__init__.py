@@ -6,12 +6,24 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import reconcile, serve, snapshot
+from . import (
+    bench,
+    reconcile,
+    record,
+    serve,
+    snapshot,
+)
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 # An explicit list, not import-time discovery: what the CLI offers is readable here.
-COMMANDS: tuple[Registrar, ...] = (snapshot.register, serve.register, reconcile.register)
+COMMANDS: tuple[Registrar, ...] = (
+    snapshot.register,
+    serve.register,
+    reconcile.register,
+    record.register,
+    bench.register,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,20 +25,18 @@ from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ObjectKey, R
 from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import CliquePlan, Desired, desired_state
 from scheduler.reconcile.fields import FieldError
-from scheduler.reconcile.gangs import is_terminating, normalised_spec, podgang_object, service_object
+from scheduler.reconcile.gang_sync import GangSync
+from scheduler.reconcile.gangs import is_terminating, service_object
+from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, base_gang_name
 from scheduler.reconcile.pods import pod_name, pod_object
+from scheduler.reconcile.reporting import StatusReporter
 from scheduler.reconcile.status import (
-    CONDITION_SPEC_VALID,
     Clock,
     base_gang_scheduled,
-    condition,
-    gang_initialized,
-    merge_conditions,
-    pcs_status,
     pod_is_bound,
 )
-from scheduler.reconcile.topology_rules import levels_condition, topology_name
+from scheduler.reconcile.topology_rules import topology_name
 from scheduler.reconcile.validation import validate
 
 __all__ = ["Outcome", "Reconciler"]
@@ -49,6 +47,14 @@ _NAME_ATTEMPTS = 5  # random-suffix collisions are ~1 in 14 million; five tries 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class PodRefused(Exception):
+    """The API server rejected a pod built from a clique's podSpec (400/422): the spec is invalid."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -87,23 +93,28 @@ class Reconciler:
 
     def run(self, *, stop: threading.Event, resync_seconds: float = 60.0, poll_seconds: float = 1.0) -> None:
         """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically."""
-        pending = self.all_keys()
-        next_resync = time.monotonic() + resync_seconds
+        pending: set[ObjectKey] = set()
+        next_resync = time.monotonic()
         while not stop.is_set():
+            if time.monotonic() >= next_resync:
+                try:
+                    pending |= self.all_keys()
+                    next_resync = time.monotonic() + resync_seconds
+                except ApiError as err:  # API server unreachable or refusing: try again shortly
+                    log.warning("listing PodCliqueSets failed error=%s", err)
+                    next_resync = time.monotonic() + poll_seconds
             retry: set[ObjectKey] = set()
             for namespace, name in sorted(pending):
+                # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
                 try:
-                    outcome = self.reconcile(namespace, name)
+                    self.reconcile(namespace, name)
                 except ApiError as err:
                     log.warning("reconcile failed pcs=%s/%s error=%s", namespace, name, err)
                     retry.add((namespace, name))
-                    continue
-                if outcome.gated:  # Grove requeues while gated pods remain
+                except Exception:  # one odd object must not stop the loop for every other PodCliqueSet
+                    log.exception("reconcile crashed pcs=%s/%s", namespace, name)
                     retry.add((namespace, name))
             pending = retry | self.api.changes(poll_seconds)
-            if time.monotonic() >= next_resync:
-                pending |= self.all_keys()
-                next_resync = time.monotonic() + resync_seconds
 
     # --- one pass ------------------------------------------------------------------------------------------
 
@@ -119,23 +130,41 @@ class Reconciler:
             user = PodCliqueSet.model_validate(raw)
         except ValidationError as err:
             errors = [FieldError(_path(e["loc"]), e["msg"]) for e in err.errors()]
-            self._reject(raw, errors, outcome)
-            return outcome
+            return self._rejected(raw, errors, outcome)
         pcs = with_defaults(user)
         pods = self._owned(pcs, "Pod")
         live_gangs = {g["metadata"]["name"]: g for g in self._owned(pcs, "PodGang")}
         binding = self._binding(pcs)
-        creating = not pods and not live_gangs
+        accepted = (raw.get("status") or {}).get(SHAPE_STATUS_KEY)
+        # Grove's create-only rules apply until we first accept the PodCliqueSet (or adopt objects made before).
+        creating = accepted is None and not pods and not live_gangs
         errors = validate(pcs, binding=binding, creating=creating, scheduler_names=frozenset({self.scheduler_name}))
+        if accepted is not None:
+            errors += update_errors(accepted, pcs)
         if errors:
-            self._reject(raw, errors, outcome)
-            return outcome
+            return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding)
-        pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        try:
+            pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
+            return self._rejected(raw, [refused.error], outcome)
         self._converge_services(pcs, outcome)
-        gangs = self._converge_gangs(pcs, desired, live_gangs, pods_by_clique, outcome)
+        syncer = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name)
+        gangs, writes = syncer.sync(pcs, desired=desired, live=live_gangs, pods_by_clique=pods_by_clique)
+        outcome.writes += writes
         self._lift_gates(desired, gangs, pods_by_clique, outcome)
-        self._write_status(raw, pcs, desired, gangs, pods_by_clique, binding, outcome)
+        outcome.writes += self._reporter().accepted(
+            raw, pcs=pcs, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique, binding=binding
+        )
+        return outcome
+
+    def _reporter(self) -> StatusReporter:
+        return StatusReporter(api=self.api, clock=self.clock)
+
+    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> Outcome:
+        outcome.valid = False
+        outcome.errors = [str(error) for error in errors]
+        outcome.writes += self._reporter().rejected(raw, errors)
         return outcome
 
     def _owned(self, pcs: PodCliqueSet, kind: Any) -> list[KubeObject]:
@@ -165,8 +194,13 @@ class Reconciler:
     ) -> dict[str, list[KubeObject]]:
         cliques = desired.cliques()
         kept: dict[tuple[str, int], KubeObject] = {}
-        # Bound and older-named pods first, so a duplicate index (never made by us) keeps the pod that runs.
-        for pod in sorted(pods, key=lambda p: (not pod_is_bound(p), p["metadata"]["name"])):
+        # Live, bound, older-named pods first, so a duplicate index (never made by us) keeps the pod that runs.
+        for pod in sorted(pods, key=lambda p: (is_terminating(p), not pod_is_bound(p), p["metadata"]["name"])):
+            if _finished(pod) and not is_terminating(pod):
+                # Evicted or exited: it holds its index but will never run again, so make room for a new one.
+                self.api.delete("Pod", namespace=pcs.metadata.namespace, name=pod["metadata"]["name"])
+                outcome.writes += 1
+                continue
             labels = pod["metadata"].get("labels") or {}
             plan = cliques.get(labels.get(LABEL_PODCLIQUE, ""))
             index = _index(labels.get(LABEL_POD_INDEX))
@@ -201,6 +235,12 @@ class Reconciler:
                 if attempt == _NAME_ATTEMPTS - 1:
                     raise
                 continue
+            except ApiError as err:
+                if err.status not in (400, 422):
+                    raise
+                index_of = [c.name for c in pcs.spec.template.cliques].index(plan.template.name)
+                path = f"spec.template.cliques[{index_of}].spec.podSpec"
+                raise PodRefused(FieldError(path, f"the API server refused its pod: {err}")) from err
             outcome.writes += 1
             log.info("created pod=%s/%s gang=%s index=%d", pcs.metadata.namespace, name, plan.gang, index)
             return created
@@ -215,65 +255,6 @@ class Reconciler:
         for name in sorted(wanted.keys() - live):
             self.api.create(service_object(pcs, wanted[name]))
             outcome.writes += 1
-
-    def _converge_gangs(
-        self,
-        pcs: PodCliqueSet,
-        desired: Desired,
-        live: dict[str, KubeObject],
-        pods_by_clique: Mapping[str, list[KubeObject]],
-        outcome: Outcome,
-    ) -> dict[str, KubeObject]:
-        namespace = pcs.metadata.namespace
-        wanted = {gang.name for gang in desired.gangs}
-        for name in sorted(live.keys() - wanted):
-            self.api.delete("PodGang", namespace=namespace, name=name)
-            outcome.writes += 1
-        topology = topology_name(pcs) if desired.topology_translated else None
-        result: dict[str, KubeObject] = {}
-        for gang in desired.gangs:
-            obj = podgang_object(
-                pcs=pcs,
-                gang=gang,
-                pods_by_clique=pods_by_clique,
-                scheduler_name=self.scheduler_name,
-                topology_name=topology,
-            )
-            current = live.get(gang.name)
-            if current is None:
-                current = self.api.create(obj)
-                # As Grove: a new gang is Pending and not yet Initialized.
-                pending = condition("Initialized", "False", reason="PodGangPodsCreationPending", message="")
-                current = self._gang_status(current, {"phase": "Pending"}, pending)
-                outcome.writes += 2
-            elif _gang_differs(current, obj):
-                current["spec"] = obj["spec"]
-                current["metadata"]["labels"] = obj["metadata"]["labels"]
-                current["metadata"]["annotations"] = obj["metadata"].get("annotations", {})
-                current = self.api.replace_podgang(current)
-                outcome.writes += 1
-            initialized = gang_initialized(gang, current)
-            wanted_condition = (
-                condition("Initialized", "True", reason="PodGangPodsCreated", message="")
-                if initialized
-                else condition("Initialized", "False", reason="PodGangPodsCreationPending", message="")
-            )
-            if _condition_status(current, "Initialized") != wanted_condition["status"]:
-                current = self._gang_status(current, {}, wanted_condition)
-                outcome.writes += 1
-            result[gang.name] = current
-        return result
-
-    def _gang_status(self, gang: KubeObject, fields: KubeObject, wanted: KubeObject) -> KubeObject:
-        status = dict(gang.get("status") or {})
-        now = self.clock().isoformat()
-        patch = {**fields, "conditions": merge_conditions(status.get("conditions") or [], [wanted], now=now)}
-        if "phase" not in status and "phase" not in patch:
-            patch["phase"] = "Pending"  # phase is required in PodGang status
-        meta = gang["metadata"]
-        return self.api.patch_podgang_status(
-            meta["namespace"], meta["name"], status=patch, resource_version=meta["resourceVersion"]
-        )
 
     def _lift_gates(
         self,
@@ -292,7 +273,7 @@ class Reconciler:
             listed = _listed(gangs.get(plan.gang), fqn)
             for pod in pods:
                 gates = pod["spec"].get("schedulingGates") or []
-                if not any(g.get("name") == GANG_GATE for g in gates):
+                if is_terminating(pod) or not any(g.get("name") == GANG_GATE for g in gates):
                     continue
                 # Grove: listed in its gang, and either a base-gang pod or its base gang is scheduled.
                 base_ok = plan.base_gang is None or scheduled.get(plan.base_gang, False)
@@ -305,62 +286,6 @@ class Reconciler:
                     outcome.writes += 1
                 else:
                     outcome.gated += 1
-
-    def _write_status(
-        self,
-        raw: KubeObject,
-        pcs: PodCliqueSet,
-        desired: Desired,
-        gangs: Mapping[str, KubeObject],
-        pods_by_clique: Mapping[str, list[KubeObject]],
-        binding: ClusterTopologyBinding | None,
-        outcome: Outcome,
-    ) -> None:
-        status = pcs_status(
-            generation=pcs.metadata.generation,
-            replicas=max(pcs.spec.replicas, 0),
-            desired=desired,
-            podgangs=gangs,
-            pods_by_clique=pods_by_clique,
-        )
-        wanted = [condition(CONDITION_SPEC_VALID, "True", reason="Valid", message="")]
-        if levels := levels_condition(pcs, binding):
-            wanted.append(condition("TopologyLevelsUnavailable", levels[0], reason=levels[1], message=levels[2]))
-        self._patch_pcs_status(raw, status, wanted, outcome)
-
-    def _reject(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> None:
-        outcome.valid = False
-        outcome.errors = [str(e) for e in errors]
-        message = "; ".join(outcome.errors)
-        wanted = [condition(CONDITION_SPEC_VALID, "False", reason="ValidationFailed", message=message)]
-        meta = raw.get("metadata") or {}
-        previous = [
-            c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") == CONDITION_SPEC_VALID
-        ]
-        if not previous or previous[0].get("message") != message:  # one event per distinct verdict, not one per pass
-            involved = {
-                "apiVersion": raw.get("apiVersion", "grove.io/v1alpha1"),
-                "kind": "PodCliqueSet",
-                "namespace": meta.get("namespace", ""),
-                "name": meta.get("name", ""),
-                "uid": meta.get("uid", ""),
-            }
-            self.api.record_event(involved=involved, reason="ValidationFailed", message=message, type="Warning")
-            log.warning("invalid pcs=%s/%s errors=%s", meta.get("namespace"), meta.get("name"), message)
-        generation = meta.get("generation")
-        self._patch_pcs_status(raw, {"observedGeneration": generation} if generation else {}, wanted, outcome)
-
-    def _patch_pcs_status(
-        self, raw: KubeObject, fields: KubeObject, wanted: list[KubeObject], outcome: Outcome
-    ) -> None:
-        current = raw.get("status") or {}
-        conditions = merge_conditions(current.get("conditions") or [], wanted, now=self.clock().isoformat())
-        status = {**fields, "conditions": conditions}
-        if all(current.get(key) == value for key, value in status.items()):
-            return
-        meta = raw["metadata"]
-        self.api.patch_podcliqueset_status(meta.get("namespace", ""), meta["name"], status=status)
-        outcome.writes += 1
 
 
 def _path(location: tuple[int | str, ...]) -> str:
@@ -375,6 +300,10 @@ def _controlled_by(obj: KubeObject, uid: str) -> bool:
     return any(r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
 
 
+def _finished(pod: KubeObject) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+
+
 def _index(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
@@ -384,19 +313,3 @@ def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
         return set()
     groups = [g for g in gang["spec"].get("podgroups") or [] if g.get("name") == fqn]
     return {ref["name"] for g in groups for ref in g.get("podReferences") or []}
-
-
-def _condition_status(obj: KubeObject, type_: str) -> str | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return str(item.get("status"))
-    return None
-
-
-def _gang_differs(live: KubeObject, wanted: KubeObject) -> bool:
-    live_meta, wanted_meta = live["metadata"], wanted["metadata"]
-    return (
-        normalised_spec(live["spec"]) != normalised_spec(wanted["spec"])
-        or (live_meta.get("labels") or {}) != wanted_meta["labels"]
-        or (live_meta.get("annotations") or {}) != wanted_meta.get("annotations", {})
-    )

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
+import yaml
+
+from scheduler.reconcile.api import ApiError
 from scheduler.reconcile.memory import InMemoryApi
-from tests.reconcile.examples import POD_NAME, cluster, example, gated, pod_names, pods_per_gang, reconciler
+from tests.reconcile.examples import EXAMPLES, POD_NAME, cluster, example, gated, pod_names, pods_per_gang, reconciler
 
 NS = "default"
 
@@ -94,6 +98,7 @@ def test_scale_down_removes_whole_gangs_and_their_pods() -> None:
 
 def test_clique_scale_down_deletes_highest_indices() -> None:
     document = example("multinode-aggregated")
+    document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 2  # minAvailable is frozen at creation
     api = _converged(cluster(document))
     document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 2
     api.apply(document)
@@ -201,3 +206,90 @@ def test_extender_written_gang_status_survives_reconciles() -> None:
     assert {c["type"] for c in status["conditions"]} == {"Initialized", "Scheduled"}
     pcs_status = api.objects[("PodCliqueSet", NS, "multinode-aggregated")]["status"]
     assert pcs_status["podGangStatuses"][0] == {"name": "multinode-aggregated-0", "phase": "Running"}
+
+
+def test_evicted_pod_is_replaced_and_terminating_pod_keeps_its_index_until_gone() -> None:
+    api = _converged(cluster(example("multinode-aggregated")))
+    pods = api.of_kind("Pod")
+    evicted, leaving = pods[0], pods[1]
+    evicted["status"] = {"phase": "Failed", "reason": "Evicted"}
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    _converged(api, seed=2)  # (seed 1 would draw the evicted pod's now-free name again)
+    names = pod_names(api)
+    assert evicted["metadata"]["name"] not in names and len(names) == 8  # evicted replaced at once
+    assert leaving["metadata"]["name"] in names  # not replaced while it still holds its index and hostname
+    clique = leaving["metadata"]["labels"]["grove.io/podclique"]
+    gang = api.objects[("PodGang", NS, leaving["metadata"]["labels"]["grove.io/podgang"])]
+    refs = {r["name"] for g in gang["spec"]["podgroups"] if g["name"] == clique for r in g["podReferences"]}
+    assert leaving["metadata"]["name"] not in refs  # terminating pods are not gang members
+    api.remove("Pod", namespace=NS, name=leaving["metadata"]["name"])
+    _converged(api, seed=3)
+    assert len(pod_names(api)) == 8 and leaving["metadata"]["name"] not in pod_names(api)
+
+
+def _topology_example() -> tuple[dict[str, Any], dict[str, Any]]:
+    binding, pcs = (d for d in yaml.safe_load_all((EXAMPLES / "disaggregated-topology.yaml").read_text()) if d)
+    return binding, pcs
+
+
+def test_topology_example_packs_by_node_label_keys_and_reports_levels() -> None:
+    binding, pcs = _topology_example()
+    api = _converged(cluster(binding, pcs))
+    gangs = {g["metadata"]["name"]: g for g in api.of_kind("PodGang")}
+    assert sorted(gangs) == ["disagg-tas-0", "disagg-tas-0-prefill-0", "disagg-tas-0-prefill-1"]
+    base = gangs["disagg-tas-0"]
+    assert base["spec"]["topologyConstraint"] == {"packConstraint": {"required": "network.topology.nvidia.com/block"}}
+    assert [c["name"] for c in base["spec"]["topologyConstraintGroupConfigs"]] == [
+        "disagg-tas-0-prefill-0",
+        "disagg-tas-0-decode-0",
+    ]
+    assert gangs["disagg-tas-0-prefill-1"]["spec"]["topologyConstraint"] == {
+        "packConstraint": {"required": "nvidia.com/gpu.clique"}
+    }
+    assert base["metadata"]["annotations"]["grove.io/topology-name"] == "gpu-topology"
+    conditions = {c["type"]: c for c in api.objects[("PodCliqueSet", NS, "disagg-tas")]["status"]["conditions"]}
+    assert conditions["TopologyLevelsUnavailable"]["status"] == "False"
+    # The binding disappears after creation: Grove skips unknown domains and reports it, it does not refuse.
+    api.remove("ClusterTopologyBinding", namespace="", name="gpu-topology")
+    _converged(api)
+    base = api.objects[("PodGang", NS, "disagg-tas-0")]
+    assert "topologyConstraint" not in base["spec"] and len(api.of_kind("Pod")) == 16
+    conditions = {c["type"]: c for c in api.objects[("PodCliqueSet", NS, "disagg-tas")]["status"]["conditions"]}
+    assert (conditions["TopologyLevelsUnavailable"]["status"], conditions["TopologyLevelsUnavailable"]["reason"]) == (
+        "Unknown",
+        "ClusterTopologyNotFound",
+    )
+
+
+def test_topology_pcs_without_its_binding_is_refused_at_creation() -> None:
+    _, pcs = _topology_example()
+    api = cluster(pcs)
+    outcome = reconciler(api).reconcile(NS, "disagg-tas")
+    assert not outcome.valid and not api.of_kind("Pod")
+    assert any("ClusterTopologyBinding 'gpu-topology' not found" in e for e in outcome.errors)
+
+
+class _StrictPods(InMemoryApi):
+    """An API server that, like kube-apiserver, validates pods it is asked to create."""
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Pod":
+            for container in obj["spec"]["containers"]:
+                if not container.get("image"):
+                    raise ApiError(
+                        422, f'Pod "{obj["metadata"]["name"]}" is invalid: spec.containers[0].image: Required value'
+                    )
+        return super().create(obj)
+
+
+def test_pod_refused_by_the_api_server_marks_the_pcs_invalid_with_the_clique() -> None:
+    document = example("multinode-aggregated")
+    del document["spec"]["template"]["cliques"][1]["spec"]["podSpec"]["containers"][0]["image"]
+    api = _StrictPods()
+    api.apply(document)
+    outcome = reconciler(api).reconcile(NS, "multinode-aggregated")
+    assert not outcome.valid
+    assert outcome.errors[0].startswith("spec.template.cliques[1].spec.podSpec: the API server refused its pod")
+    assert "image: Required value" in api.events[0]["message"]
+    assert not api.of_kind("PodGang")  # no gang is published over pods that cannot all exist
+    assert not any(not gated(p) for p in api.of_kind("Pod"))

@@ -5,50 +5,35 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from kubernetes.client import ApiClient
 
-from api.grove import PodGang
-from api.kube import Node, Pod
-from scheduler.kube.watch import Backoff, EventType, Kind, start_watchers
-from tests import kube_objects as k
-from tests.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, connected, running
+from scheduler.kube.watch import Backoff, start_watchers
+from scheduler.state.store import ClusterStore
+from tests.kube import objects as k
+from tests.kube.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
 
 
-class MiniStore:
-    """The three methods the watchers call, over plain dicts (the real ClusterStore has the same contract)."""
+class CountingStore(ClusterStore):
+    """The real store, counting the initial-sync announcements the watchers make."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.objects: dict[str, dict[str, Node | Pod | PodGang]] = {"Node": {}, "Pod": {}, "PodGang": {}}
+        super().__init__()
         self.synced_calls = 0
-        self.replaces: list[str] = []
-
-    @staticmethod
-    def _key(obj: Node | Pod | PodGang) -> str:
-        return f"{obj.metadata.namespace}/{obj.metadata.name}"
-
-    def replace(self, kind: Kind, objects: list[Node | Pod | PodGang]) -> None:
-        with self._lock:
-            self.objects[kind] = {self._key(o): o for o in objects}
-            self.replaces.append(kind)
-
-    def apply(self, kind: Kind, event_type: EventType, obj: Node | Pod | PodGang) -> None:
-        with self._lock:
-            if event_type == "DELETED":
-                self.objects[kind].pop(self._key(obj), None)
-            else:
-                self.objects[kind][self._key(obj)] = obj
 
     def mark_synced(self) -> None:
-        with self._lock:
-            self.synced_calls += 1
+        self.synced_calls += 1
+        super().mark_synced()
 
-    def names(self, kind: Kind) -> set[str]:
-        with self._lock:
-            return set(self.objects[kind])
+    def node_of(self, pod_key: str) -> str:
+        pod = self.pod(pod_key)
+        return pod.spec.nodeName if pod else ""
+
+    def names(self, kind: str) -> set[str]:
+        if kind == "Node":
+            return {n.name for n in self.nodes()}
+        return {o.key for o in (self.pods() if kind == "Pod" else self.podgangs())}
 
 
 def wait_for(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
@@ -61,24 +46,13 @@ def wait_for(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
 
 @pytest.fixture
 def fake() -> Iterator[FakeApiServer]:
-    with running() as server:
-        server.put(NODES, k.node("gpu-0"))
-        server.put(NODES, k.node("gpu-1"))
-        server.put(PODS, k.pod("w-0", gang="g"))
-        server.put(PODS, k.pod("w-1", gang="g"))
-        server.put(PODGANGS, k.podgang("g", pods=["w-0", "w-1"]))
+    with running(seed=k.gang_cluster(nodes=2, pods=2)) as server:
         yield server
 
 
 @pytest.fixture
-def api_client(fake: FakeApiServer, tmp_path: Path) -> Iterator[ApiClient]:
-    with connected(fake, tmp_path) as client:
-        yield client
-
-
-@pytest.fixture
-def watching(api_client: ApiClient) -> Iterator[tuple[MiniStore, threading.Event]]:
-    store, stop = MiniStore(), threading.Event()
+def watching(api_client: ApiClient) -> Iterator[tuple[CountingStore, threading.Event]]:
+    store, stop = CountingStore(), threading.Event()
     threads = start_watchers(
         client=api_client, store=store, stop=stop, watch_timeout=2, backoff=lambda: Backoff(initial=0.01, cap=0.05)
     )
@@ -90,28 +64,30 @@ def watching(api_client: ApiClient) -> Iterator[tuple[MiniStore, threading.Event
 
 
 def test_lists_every_kind_then_marks_synced_once(
-    fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
 ) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
-    assert store.names("Node") == {"/gpu-0", "/gpu-1"}
+    assert store.names("Node") == {"gpu-0", "gpu-1"}
     assert store.names("Pod") == {"default/w-0", "default/w-1"}
     assert store.names("PodGang") == {"default/g"}
-    gang = store.objects["PodGang"]["default/g"]
-    assert isinstance(gang, PodGang) and gang.spec.podgroups[0].minReplicas == 2
+    gang = store.podgang("default/g")
+    assert gang is not None and gang.spec.podgroups[0].minReplicas == 2
+    assert store.synced
 
 
-def test_watch_events_reach_the_store(fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]) -> None:
+def test_watch_events_reach_the_store(fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
     fake.put(PODS, k.pod("w-2", gang="g"))
     fake.put(PODS, k.pod("w-0", gang="g", node_name="gpu-0", phase="Running"))
     fake.delete(NODES, "gpu-1")
-    wait_for(lambda: "default/w-2" in store.names("Pod") and store.names("Node") == {"/gpu-0"})
-    wait_for(lambda: store.objects["Pod"]["default/w-0"].spec.nodeName == "gpu-0")  # type: ignore[union-attr]
+    wait_for(lambda: "default/w-2" in store.names("Pod") and store.names("Node") == {"gpu-0"})
+    wait_for(lambda: store.node_of("default/w-0") == "gpu-0")
+    assert store.used_on("gpu-0").get("nvidia.com/gpu") == 4, "the bound pod's GPUs count as used"
 
 
-def test_a_finished_pod_leaves_the_store(fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]) -> None:
+def test_a_finished_pod_leaves_the_store(fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
     fake.put(PODS, k.pod("w-1", gang="g", node_name="gpu-1", phase="Succeeded"))
@@ -120,7 +96,9 @@ def test_a_finished_pod_leaves_the_store(fake: FakeApiServer, watching: tuple[Mi
     assert selectors == {"status.phase!=Succeeded,status.phase!=Failed"}
 
 
-def test_410_gone_relists_and_loses_no_change(fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]) -> None:
+def test_410_gone_relists_and_loses_no_change(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
+) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
     # Changes whose events the watcher never sees (compacted away), then the watch is told its version is gone.
@@ -128,23 +106,26 @@ def test_410_gone_relists_and_loses_no_change(fake: FakeApiServer, watching: tup
     fake.delete(PODS, "w-1", "default", silent=True)
     fake.expire_watches(PODS)
     wait_for(lambda: store.names("Pod") == {"default/w-0", "default/late"})
-    assert store.replaces.count("Pod") >= 2
+    pod_lists = [r for r in fake.requests_to("GET", r"^/api/v1/pods$") if not r.query.get("watch")]
+    assert len(pod_lists) >= 2, "the 410 was answered by a relist"
     assert store.synced_calls == 1, "a relist must not re-announce the initial sync"
     # and the watch carries on from the relist's version
     fake.put(PODS, k.pod("after", gang="g"))
     wait_for(lambda: "default/after" in store.names("Pod"))
 
 
-def test_410_when_resuming_after_a_disconnect(fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]) -> None:
+def test_410_when_resuming_after_a_disconnect(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
+) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
     fake.fail("GET", r"^/api/v1/nodes$", 503, reason="ServiceUnavailable", times=3)
     fake.delete(NODES, "gpu-0", silent=True)
     fake.compact()  # the open watch ends; re-watching from the old version now answers 410
-    wait_for(lambda: store.names("Node") == {"/gpu-1"})
+    wait_for(lambda: store.names("Node") == {"gpu-1"})
 
 
-def test_bookmarks_move_the_resume_point(fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]) -> None:
+def test_bookmarks_move_the_resume_point(fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
     fake.put(PODS, k.pod("unrelated"))  # bumps the global version without a node event
@@ -161,7 +142,7 @@ def test_bookmarks_move_the_resume_point(fake: FakeApiServer, watching: tuple[Mi
 
 def test_errors_back_off_and_sync_waits_for_every_kind(fake: FakeApiServer, api_client: ApiClient) -> None:
     fake.fail("GET", r"/podgangs$", 403, reason="Forbidden", message="podgangs is forbidden", times=5)
-    store, stop = MiniStore(), threading.Event()
+    store, stop = CountingStore(), threading.Event()
     threads = start_watchers(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
     try:
         wait_for(lambda: store.names("Node") != set() and store.names("Pod") != set())
@@ -175,7 +156,7 @@ def test_errors_back_off_and_sync_waits_for_every_kind(fake: FakeApiServer, api_
 
 
 def test_an_invalid_object_is_skipped_not_fatal(
-    fake: FakeApiServer, watching: tuple[MiniStore, threading.Event]
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
 ) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)
@@ -201,7 +182,7 @@ def test_large_lists_are_paged(fake: FakeApiServer, api_client: ApiClient) -> No
 
 
 def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
-    store, stop = MiniStore(), threading.Event()
+    store, stop = CountingStore(), threading.Event()
     threads = start_watchers(client=api_client, store=store, stop=stop, watch_timeout=300)
     wait_for(lambda: store.synced_calls == 1)
     started = time.monotonic()

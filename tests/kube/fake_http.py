@@ -1,34 +1,23 @@
-"""A small Kubernetes API server for tests: real HTTP on 127.0.0.1, just the endpoints grove-extender uses.
+"""The HTTP side of the fake API server: routing, the wire format of lists, watches, errors and subresources.
 
-It keeps objects per resource with a global resourceVersion, an event log for watches (chunked
-newline-delimited JSON, bookmarks on request, 410 Gone for a resourceVersion older than the last ``compact()``),
-paginated lists, the ``pods/binding`` and ``/status`` subresources, optimistic concurrency on PUT, and injected
-faults (``fail``) and delays (``delay``). Every request is recorded so tests can check the shapes the real client
-sends. Not implemented, on purpose: auth, label selectors, server-side apply, strategic merge patch.
+Kept apart from the state (``fake_apiserver``) so each stays readable; the handler reaches into the server's state
+under its lock, as the two are one component.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
-import threading
+import sys
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
-import yaml
-from kubernetes.client import ApiClient
-
-from scheduler.kube.connect import load_api_client
+if TYPE_CHECKING:
+    from tests.kube.fake_apiserver import FakeApiServer
 
 CORE = "v1"
 # resource path key ("<apiVersion>/<plural>") → (kind, namespaced)
@@ -67,40 +56,12 @@ class Request:
     body: Any
 
 
-@dataclass
-class _Fault:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    reason: str
-    message: str
-    times: int
-
-
-@dataclass
-class _Entry:
-    """One line of the watch log: an object change, a bookmark, or an error for open watches."""
-
-    rv: int
-    resource: str
-    type: str
-    obj: dict[str, Any]
-
-
-@dataclass
-class _State:
-    objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
-    log: list[_Entry] = field(default_factory=list)
-    rv: int = 100
-    compacted: int = 0
-
-
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}  # fmt: skip
 
 
-def _merge_patch(target: Any, patch: Any) -> Any:
+def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
@@ -109,7 +70,7 @@ def _merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = _merge_patch(result.get(key), value)
+            result[key] = merge_patch(result.get(key), value)
     return result
 
 
@@ -120,7 +81,7 @@ def _field(obj: dict[str, Any], path: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _matches(obj: dict[str, Any], selector: str | None) -> bool:
+def matches(obj: dict[str, Any], selector: str | None) -> bool:
     for term in filter(None, (selector or "").split(",")):
         if "!=" in term:
             path, value = term.split("!=", 1)
@@ -133,193 +94,14 @@ def _matches(obj: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
-class FakeApiServer:
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._state = _State()
-        self._faults: list[_Fault] = []
-        self._delays: list[tuple[str, re.Pattern[str], float]] = []
-        self._closing = False
-        self.requests: list[Request] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=functools.partial(self._server.serve_forever, poll_interval=0.05), name="fake-apiserver", daemon=True
-        )
-
-    # --- lifecycle -------------------------------------------------------------------------------------------
-
-    def start(self) -> FakeApiServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        with self._cond:
-            self._closing = True
-            self._cond.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def write_kubeconfig(self, path: Path) -> Path:
-        document = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "test-token"}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-            "current-context": "fake",
-        }
-        path.write_text(yaml.safe_dump(document))
-        return path
-
-    # --- data ------------------------------------------------------------------------------------------------
-
-    @property
-    def resource_version(self) -> int:
-        with self._cond:
-            return self._state.rv
-
-    def put(self, resource: str, obj: dict[str, Any], *, silent: bool = False) -> dict[str, Any]:
-        """Create or replace an object (no version check), emitting ADDED or MODIFIED — or, with ``silent``, a
-        change no watcher will ever be told about (as if its event was compacted away before delivery)."""
-        with self._cond:
-            return self._store(resource, copy.deepcopy(obj), silent=silent)
-
-    def get(self, resource: str, name: str, namespace: str = "") -> dict[str, Any] | None:
-        with self._cond:
-            found = self._state.objects.get(resource, {}).get((namespace, name))
-            return copy.deepcopy(found) if found else None
-
-    def objects(self, resource: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [copy.deepcopy(o) for o in self._state.objects.get(resource, {}).values()]
-
-    def delete(self, resource: str, name: str, namespace: str = "", *, silent: bool = False) -> None:
-        with self._cond:
-            self._remove(resource, namespace, name, silent=silent)
-
-    def compact(self) -> None:
-        """Forget history: watches from any resourceVersion up to now get 410 Gone."""
-        with self._cond:
-            self._state.compacted = self._state.rv
-            self._state.log = []  # open watches notice the new list and end once they drained the old one
-
-    def expire_watches(self, resource: str) -> None:
-        """Send 410 Gone to open watches of ``resource`` and compact, as etcd compaction does."""
-        with self._cond:
-            self._append(resource, "ERROR", status_body(410, "Expired", "too old resource version"))
-            self.compact()
-
-    def bookmark(self, resource: str) -> None:
-        with self._cond:
-            kind, _ = KINDS[resource]
-            meta = {"resourceVersion": str(self._state.rv)}
-            self._append(
-                resource, "BOOKMARK", {"kind": kind, "apiVersion": resource.rsplit("/", 1)[0], "metadata": meta}
-            )
-
-    def fail(self, method: str, path: str, status: int, *, reason: str = "", message: str = "", times: int = 1) -> None:
-        """Answer the next ``times`` requests whose path matches the regex ``path`` with an error Status."""
-        with self._cond:
-            self._faults.append(_Fault(method, re.compile(path), status, reason, message or reason, times))
-
-    def delay(self, method: str, path: str, seconds: float) -> None:
-        with self._cond:
-            self._delays.append((method, re.compile(path), seconds))
-
-    def requests_to(self, method: str, path: str) -> list[Request]:
-        pattern = re.compile(path)
-        with self._cond:
-            return [r for r in self.requests if r.method == method and pattern.search(r.path)]
-
-    # --- internals (hold self._cond) ---------------------------------------------------------------------------
-
-    def _store(self, resource: str, obj: dict[str, Any], *, silent: bool = False) -> dict[str, Any]:
-        meta = obj.setdefault("metadata", {})
-        key = (meta.get("namespace", ""), meta["name"])
-        bucket = self._state.objects.setdefault(resource, {})
-        existed = key in bucket
-        self._state.rv += 1
-        meta["resourceVersion"] = str(self._state.rv)
-        meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        kind, _ = KINDS[resource]
-        obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", resource.rsplit("/", 1)[0])
-        bucket[key] = obj
-        if not silent:
-            self._append(resource, "MODIFIED" if existed else "ADDED", obj)
-        return copy.deepcopy(obj)
-
-    def _remove(self, resource: str, namespace: str, name: str, *, silent: bool = False) -> dict[str, Any] | None:
-        obj = self._state.objects.get(resource, {}).pop((namespace, name), None)
-        if obj is not None:
-            self._state.rv += 1
-            obj["metadata"]["resourceVersion"] = str(self._state.rv)
-            if not silent:
-                self._append(resource, "DELETED", obj)
-        return obj
-
-    def _append(self, resource: str, event_type: str, obj: dict[str, Any]) -> None:
-        self._state.log.append(_Entry(self._state.rv, resource, event_type, copy.deepcopy(obj)))
-        self._cond.notify_all()
-
-    def _take_fault(self, method: str, path: str) -> _Fault | None:
-        for fault in self._faults:
-            if fault.method == method and fault.pattern.search(path) and fault.times > 0:
-                fault.times -= 1
-                return fault
-        return None
-
-    def _delay_for(self, method: str, path: str) -> float:
-        return sum(s for m, p, s in self._delays if m == method and p.search(path))
-
-    # --- watch -------------------------------------------------------------------------------------------------
-
-    def watch_lines(
-        self, *, resource: str, since: int, selector: str | None, bookmarks: bool, timeout: float
-    ) -> Iterator[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            expired = since < self._state.compacted
-            log = self._state.log
-            position = next((i for i, e in enumerate(log) if e.rv > since), len(log))
-        if expired:
-            yield {"type": "ERROR", "object": status_body(410, "Expired", "too old resource version")}
-            return
-        while True:
-            with self._cond:
-                pending = log[position:]
-                position = len(log)
-                if not pending:
-                    if log is not self._state.log or self._closing:
-                        return
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return
-                    self._cond.wait(min(remaining, 0.2))
-                    continue
-            for entry in pending:
-                if entry.resource != resource:
-                    continue
-                if entry.type == "ERROR":
-                    yield {"type": "ERROR", "object": entry.obj}
-                    return
-                if entry.type == "BOOKMARK":
-                    if bookmarks:
-                        yield {"type": "BOOKMARK", "object": entry.obj}
-                    continue
-                event_type = entry.type if _matches(entry.obj, selector) else "DELETED"
-                yield {"type": event_type, "object": entry.obj}
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out and hung up (tests do this on purpose) is not a server error.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
-def _handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+def handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         api = server
 
@@ -374,6 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
             pause = self.api._delay_for(method, parsed.path)
         if pause:
             time.sleep(pause)
+        self.api.wait_at_gates(method, parsed.path)
         if fault is not None:
             self._error(fault.status, fault.reason, fault.message)
             return
@@ -415,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.api._cond:
             version = self.api._state.rv
             everything = sorted(self.api._state.objects.get(resource, {}).items())
-        items = [copy.deepcopy(o) for (o_ns, _), o in everything if (not ns or o_ns == ns) and _matches(o, selector)]
+        items = [copy.deepcopy(o) for (o_ns, _), o in everything if (not ns or o_ns == ns) and matches(o, selector)]
         start = int(request.query.get("continue") or 0)
         limit = int(request.query.get("limit") or 0) or len(items)
         page = items[start : start + limit]
@@ -491,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
             if request.headers.get("content-type") != "application/merge-patch+json":
                 self._error(415, "UnsupportedMediaType", f"content type {request.headers.get('content-type')}")
                 return
-            updated = _merge_patch(current, {"status": (request.body or {}).get("status")})
+            updated = merge_patch(current, {"status": (request.body or {}).get("status")})
             self._send(200, self.api._store(resource, updated))
         else:
             self._error(405, "MethodNotAllowed", f"{method} {KINDS[resource][0]}/{sub} is not supported by the fake")
@@ -514,22 +297,3 @@ class _Handler(BaseHTTPRequestHandler):
         updated.setdefault("spec", {})["nodeName"] = target["name"]
         self.api._store(PODS, updated)
         self._send(201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
-
-
-@contextmanager
-def connected(server: FakeApiServer, directory: Path) -> Iterator[ApiClient]:
-    """The real client, configured the way users do it: a kubeconfig file (here pointing at the fake)."""
-    client = load_api_client(str(server.write_kubeconfig(directory / "kubeconfig")))
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@contextmanager
-def running() -> Iterator[FakeApiServer]:
-    server = FakeApiServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()

@@ -54,3 +54,11 @@ def podgang(
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"podgroups": [group], "topologyConstraint": {"packConstraint": {"required": "nvidia.com/gpu.clique"}}},
     }
+
+
+def gang_cluster(*, nodes: int, pods: int, gang: str = "g") -> list[tuple[str, dict[str, Any]]]:
+    """``nodes`` GPU nodes ``gpu-<i>`` and one pending gang of ``pods`` pods ``w-<i>``, as fake-server seed."""
+    seed = [("v1/nodes", node(f"gpu-{i}")) for i in range(nodes)]
+    seed += [("v1/pods", pod(f"w-{i}", gang=gang)) for i in range(pods)]
+    seed.append(("scheduler.grove.io/v1alpha1/podgangs", podgang(gang, pods=[f"w-{i}" for i in range(pods)])))
+    return seed

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from kubernetes.client import ApiClient
 
 from scheduler.kube.lease import LeaseElector, LeaseTiming
-from tests.fake_apiserver import LEASES, FakeApiServer, connected, running
+from tests.kube.fake_apiserver import LEASES, FakeApiServer
 
 LEASE_PATH = r"^/apis/coordination.k8s.io/v1/namespaces/grove/leases/grove-extender$"
 
@@ -28,18 +26,6 @@ class Clock:
 
     def wall(self) -> datetime:
         return datetime(2026, 11, 25, tzinfo=UTC) + timedelta(seconds=self.now)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeApiServer]:
-    with running() as server:
-        yield server
-
-
-@pytest.fixture
-def api_client(fake: FakeApiServer, tmp_path: Path) -> Iterator[ApiClient]:
-    with connected(fake, tmp_path) as client:
-        yield client
 
 
 def elector(api_client: ApiClient, identity: str, clock: Clock, timing: LeaseTiming | None = None) -> LeaseElector:
@@ -116,7 +102,7 @@ def test_racing_candidates_one_wins_by_resource_version(fake: FakeApiServer, api
     # both must have seen the record before it can count as expired on their own clocks
     a.step(), b.step()
     clock.now += 16
-    fake.delay("GET", LEASE_PATH, 0.3)  # both read the same resourceVersion before either writes
+    fake.gate("GET", LEASE_PATH, parties=2)  # both read the same resourceVersion before either writes
     results: dict[str, bool] = {}
     threads = [threading.Thread(target=lambda e=e: results.update({e.identity: e.step()})) for e in (a, b)]
     for thread in threads:

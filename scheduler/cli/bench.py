@@ -1,0 +1,125 @@
+"""``grove-extender bench``: replay snapshots through placement policies side by side (see ``scheduler.replay``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from placement import POLICIES
+from scheduler.cluster_view import holds_capacity
+from scheduler.replay.coordinator_step import CoordinatorStep
+from scheduler.replay.decision import DecisionStep
+from scheduler.replay.engine import replay
+from scheduler.replay.fragmentation import make_fragmentation
+from scheduler.replay.loading import WorkloadError, load_workload
+from scheduler.replay.metrics import summarise
+from scheduler.replay.plot import write_plot
+from scheduler.replay.quality import make_domain_probe
+from scheduler.replay.report import markdown_table
+from scheduler.replay.solve_step import POD_BY_POD, SolveStep
+from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
+from topology import Topology
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POLICIES = "cpsat,topology-greedy,gang-best-fit,spread,first-fit"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="replay snapshots through placement policies and compare them",
+        description="Discrete-event replay: gangs arrive at creationTimestamp, run for "
+        "grove-extender/duration-seconds, then free capacity; every policy sees the same arrivals.",
+    )
+    parser.add_argument("--snapshot", action="append", required=True, metavar="FILE", help="repeatable")
+    parser.add_argument("--policy", default=DEFAULT_POLICIES, help=f"comma-separated (default {DEFAULT_POLICIES})")
+    parser.add_argument("--json", metavar="OUT", help="write the metrics as JSON (a list when several snapshots)")
+    parser.add_argument("--plot", metavar="OUT.png", help="write utilisation over time and GPU-hour bars")
+    parser.add_argument("--horizon-seconds", type=float, help="measured window (default: the last arrival)")
+    parser.add_argument("--time-limit", type=float, help="solver time limit per decision, seconds")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="call placement.solve directly for gang policies too, instead of going through the gang coordinator",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _step(policy: str, *, snapshot: Snapshot, topology: Topology, args: argparse.Namespace) -> DecisionStep:
+    """Gang policies go through the coordinator ``serve`` uses; pod-by-pod baselines model kube-scheduler alone
+    (no extender), so they call their policy directly."""
+    if policy in POD_BY_POD or args.direct:
+        return SolveStep(policy=policy, topology=topology, time_limit_seconds=args.time_limit)
+    background = [pod for pod in snapshot.pods if holds_capacity(pod)]
+    return CoordinatorStep(
+        policy=policy, nodes=snapshot.nodes, background=background, time_limit_seconds=args.time_limit
+    )
+
+
+def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+    snapshot = load_snapshot(path)
+    workload, topology = load_workload(snapshot)
+    fragmentation = make_fragmentation(topology)
+    probe = make_domain_probe(topology)
+    horizon = args.horizon_seconds or max((gang.arrival for gang in workload.gangs), default=0.0)
+    results: dict[str, Any] = {}
+    for policy in policies:
+        task = progress.add_task(f"{Path(path).name} · {policy}", total=horizon or 1.0)
+        step = _step(policy, snapshot=snapshot, topology=topology, args=args)
+        try:
+            outcome = replay(
+                workload,
+                step,
+                horizon=horizon,
+                fragmentation=fragmentation,
+                probe=probe,
+                progress=lambda now, task=task: progress.update(task, completed=now),  # type: ignore[misc]
+            )
+        finally:
+            if isinstance(step, CoordinatorStep):
+                step.close()
+        progress.update(task, completed=horizon or 1.0)
+        results[policy] = summarise(outcome, topology)
+        results[policy]["decisionPath"] = "coordinator" if isinstance(step, CoordinatorStep) else "placement.solve"
+        log.info("bench policy=%s snapshot=%s gpu_hours=%s", policy, path, results[policy]["gpuHoursDelivered"])
+    return {"snapshot": path, "policies": results}
+
+
+def run(args: argparse.Namespace) -> int:
+    policies = [name.strip() for name in args.policy.split(",") if name.strip()]
+    console = Console(stderr=True)
+    unknown = [name for name in policies if name not in POLICIES]
+    if unknown or not policies:
+        console.print(
+            f"bench: --policy must name some of {', '.join(POLICIES)}; unknown: {unknown}", style="red", markup=False
+        )
+        return 2
+    runs = []
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}% of window"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            for path in args.snapshot:
+                runs.append(_bench_snapshot(path, policies, args, progress))
+    except (SnapshotError, WorkloadError) as err:
+        console.print(f"bench: {err}", style="red", markup=False)
+        return 2
+    for run_ in runs:
+        sys.stdout.write(markdown_table(str(run_["snapshot"]), run_["policies"]) + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs[0] if len(runs) == 1 else runs, indent=1) + "\n")
+    if args.plot:
+        write_plot(runs, args.plot)
+    return 0

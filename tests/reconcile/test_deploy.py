@@ -1,0 +1,150 @@
+"""The reconciler's manifests: the CRD keeps every field of the examples, and RBAC allows every request it makes."""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.kube import KubeApi
+from tests.reconcile.examples import EXAMPLES, cluster, example
+from tests.reconcile.fake_apiserver import FakeApiServer, Request
+
+DEPLOY = EXAMPLES.parent
+_REQUEST_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?P<group>[a-z.]+)/v1alpha1)(?:/namespaces/[^/]+)?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?"
+    r"(?:/(?P<sub>status))?$"
+)
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _schema() -> dict[str, Any]:
+    (crd,) = _documents(DEPLOY / "crds" / "podcliqueset.yaml")
+    (version,) = crd["spec"]["versions"]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _pruned(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]:
+    """Paths the API server would silently drop from ``value`` under a structural ``schema``."""
+    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+        return
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if path == "" and key == "metadata":
+                continue  # ObjectMeta is the API server's own, never pruned by the CRD schema
+            if key in properties:
+                yield from _pruned(item, properties[key], f"{path}.{key}")
+            elif isinstance(extra, dict):
+                yield from _pruned(item, extra, f"{path}.{key}")
+            elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+                yield f"{path}.{key}"
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _pruned(item, schema.get("items", {}), f"{path}[{index}]")
+
+
+def test_crd_is_grove_pcs_with_status_and_scale() -> None:
+    (crd,) = _documents(DEPLOY / "crds" / "podcliqueset.yaml")
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == "podcliquesets.grove.io"
+    assert (spec["group"], spec["scope"], spec["names"]["kind"], spec["names"]["shortNames"]) == (
+        "grove.io",
+        "Namespaced",
+        "PodCliqueSet",
+        ["pcs"],
+    )
+    (version,) = spec["versions"]
+    assert version["name"] == "v1alpha1" and version["storage"] and version["served"]
+    assert version["subresources"]["status"] == {}
+    assert version["subresources"]["scale"]["specReplicasPath"] == ".spec.replicas"
+
+
+@pytest.mark.parametrize(
+    "name", ["multinode-aggregated", "multinode-disaggregated", "training-scaled", "disaggregated-topology"]
+)
+def test_crd_schema_keeps_every_field_of_the_examples(name: str) -> None:
+    pcs = next(d for d in _documents(EXAMPLES / f"{name}.yaml") if d["kind"] == "PodCliqueSet")
+    assert list(_pruned(pcs, _schema(), "")) == []
+
+
+def test_crd_schema_would_prune_a_misspelt_field() -> None:
+    document = example("multinode-aggregated")
+    document["spec"]["template"]["podCliqueScalingGroups"][0]["minAvailible"] = 1
+    assert list(_pruned(document, _schema(), "")) == [".spec.template.podCliqueScalingGroups[0].minAvailible"]
+
+
+def _verb(request: Request) -> tuple[str, str, str]:
+    match = _REQUEST_PATH.match(request.path)
+    assert match, request.path
+    resource = match["resource"] + (f"/{match['sub']}" if match["sub"] else "")
+    if request.method == "GET":
+        verb = "watch" if request.query.get("watch") == "true" else ("get" if match["name"] else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[request.method]
+    return match["group"] or "", resource, verb
+
+
+def _allowed() -> set[tuple[str, str, str]]:
+    role = next(d for d in _documents(DEPLOY / "reconciler-rbac.yaml") if d["kind"] == "ClusterRole")
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_rbac_allows_every_request_the_reconciler_makes() -> None:
+    broken = example("multinode-aggregated")
+    broken["metadata"]["name"] = "broken"
+    broken["spec"]["template"]["cliques"][0]["spec"]["replicas"] = -1
+    topology = example("multinode-disaggregated")
+    topology["spec"]["template"]["topologyConstraint"] = {"topologyName": "t", "pack": {"required": "rack"}}
+    server = FakeApiServer(cluster(example("multinode-aggregated"), broken, topology))
+    with server.running():
+        api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
+        stop = threading.Event()
+        threads = api.start_watches(stop)
+        reconciler = Reconciler(api)
+        for name in ("multinode-aggregated", "broken", "multinode-disaggregated"):
+            reconciler.reconcile("default", name)
+        scaled = copy.deepcopy(server.api.objects[("PodCliqueSet", "default", "multinode-aggregated")])
+        scaled["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
+        with server.lock:
+            server.api.apply(scaled)
+        reconciler.reconcile("default", "multinode-aggregated")
+        api.changes(1.0)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5)
+    made = {_verb(r) for r in server.requests}
+    assert {("", "pods", "create"), ("", "pods", "patch"), ("", "pods", "delete"), ("", "events", "create")} <= made
+    assert ("grove.io", "clustertopologybindings", "get") in made
+    assert made - _allowed() == set()
+
+
+def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
+    (deployment,) = _documents(DEPLOY / "reconciler.yaml")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "grove-reconciler"
+    assert pod["containers"][0]["command"][:2] == ["grove-extender", "reconcile"]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    accounts = [d for d in _documents(DEPLOY / "reconciler-rbac.yaml") if d["kind"] == "ServiceAccount"]
+    assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
+        ("grove-reconciler", deployment["metadata"]["namespace"])
+    ]

@@ -1,0 +1,71 @@
+"""``grove-extender bench`` end to end on a tiny generated snapshot: table, JSON keys, PNG, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.generate.scenarios import build
+from scheduler.cli import main
+from scheduler.snapshot import dump_snapshot
+from tests.bench_data import write_mini_traces
+
+ISSUE_KEYS = {
+    "gangsCompleted",
+    "gpuHoursDelivered",
+    "gpuHoursStranded",
+    "waitMeanSeconds",
+    "waitP95Seconds",
+    "utilisation",
+    "fragmentedGpus",
+    "oneNvlinkDomainShare",
+    "meanDomainsSpanned",
+    "placementScoreMean",
+    "decisionMedianMs",
+    "decisionP99Ms",
+}
+
+
+@pytest.fixture(scope="module")
+def snapshot_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    path = root / "h100.json.gz"
+    dump_snapshot(build("dgx-h100", seed=2, data_dir=write_mini_traces(root / "data"), gangs=10), path)
+    return path
+
+
+def test_bench_writes_table_json_and_plot(
+    snapshot_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, png = tmp_path / "out.json", tmp_path / "out.png"
+    argv = ["bench", "--snapshot", str(snapshot_path), "--policy", "cpsat,first-fit", "--json", str(out)]
+    assert main([*argv, "--plot", str(png)]) == 0
+    report = json.loads(out.read_text())
+    assert report["snapshot"] == str(snapshot_path)
+    assert list(report["policies"]) == ["cpsat", "first-fit"]
+    for metrics in report["policies"].values():
+        assert set(metrics) >= ISSUE_KEYS
+        assert metrics["gangsArrived"] == 10
+    table = capsys.readouterr().out
+    assert "| cpsat |" in table and "| first-fit |" in table
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unknown_policy_is_refused_with_the_choices(snapshot_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--snapshot", str(snapshot_path), "--policy", "cpsat,magic"]) == 2
+    assert "magic" in capsys.readouterr().err
+
+
+def test_a_gang_without_a_duration_is_refused_naming_the_annotation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = build("dgx-h100", seed=2, data_dir=write_mini_traces(tmp_path / "data"), gangs=2)
+    gang = next(item for item in items if item["kind"] == "PodGang")
+    del gang["metadata"]["annotations"]["grove-extender/duration-seconds"]
+    path = tmp_path / "bad.json"
+    dump_snapshot(items, path)
+    assert main(["bench", "--snapshot", str(path), "--policy", "first-fit"]) == 2
+    err = capsys.readouterr().err
+    assert gang["metadata"]["name"] in err and "grove-extender/duration-seconds" in err
