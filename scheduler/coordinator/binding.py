@@ -51,6 +51,7 @@ class Binder:
         self._timeout = barrier_timeout_seconds
         self._ttl = reservation_ttl_seconds
         self.barrier = BindBarrier()
+        self._inline = bool(getattr(writer, "inline", False))
         self._background: set[asyncio.Task[None]] = set()
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
@@ -105,7 +106,10 @@ class Binder:
         return all(len(group.bound()) + arrived.get(group.name, 0) >= group.min_replicas for group in members.groups)
 
     async def _release(self, ref: GangRef, taken: list[Arrival]) -> None:
-        outcomes = await asyncio.gather(*(asyncio.to_thread(self._bind_one, arrival) for arrival in taken))
+        if self._inline:
+            outcomes = [self._bind_one(arrival) for arrival in taken]
+        else:
+            outcomes = list(await asyncio.gather(*(asyncio.to_thread(self._bind_one, arrival) for arrival in taken)))
         failed = [arrival.pod for arrival, outcome in zip(taken, outcomes, strict=True) if outcome]
         with self._ledger.lock:
             record = self._ledger.records.get(ref.key)
@@ -171,9 +175,12 @@ class Binder:
             return
         status = scheduled_status(podgang, placement_score=score, now=self._wall_clock())
         try:
-            await asyncio.to_thread(
-                self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
-            )
+            if self._inline:
+                self._writer.patch_podgang_status(namespace=ref.namespace, name=ref.name, status=status)
+            else:
+                await asyncio.to_thread(
+                    self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
+                )
         except WriteError as err:
             log.warning("podgang status not written gang=%s error=%s", ref.key, err)
 
