@@ -7,7 +7,7 @@ a subprocess (uvicorn, keep-alive) and left to plan ahead. Then, like kube-sched
 the body), and each pod's bind is sent without waiting, so a gang's binds run concurrently and meet at the
 barrier. Prints filter latency (median, p99) and gang pods bound per second.
 
-    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 250] [--pods-per-gang 8]
+    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8]
 
 Targets (DESIGN.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second.
 """
@@ -246,7 +246,7 @@ def _server_side(metrics: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--gangs", type=int, default=250)
+    parser.add_argument("--gangs", type=int, default=100)
     parser.add_argument("--pods-per-gang", type=int, default=8)
     parser.add_argument("--gpus-per-pod", type=int, default=2)
     args = parser.parse_args(argv)
