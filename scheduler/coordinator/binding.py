@@ -174,15 +174,29 @@ class Binder:
         if podgang is None:
             return
         status = scheduled_status(podgang, placement_score=score, now=self._wall_clock())
+        await self._write(
+            "status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
+        )
+        await self._write(
+            "event",
+            self._writer.record_event,
+            namespace=ref.namespace,
+            kind="PodGang",
+            name=ref.name,
+            uid=podgang.metadata.uid,
+            reason="Scheduled",
+            message=f"every guaranteed pod bound (placementScore {score})",
+        )
+
+    async def _write(self, what: str, write: Callable[..., None], **kwargs: Any) -> None:
+        """A best-effort write after the binds were answered: logged, never raised."""
         try:
             if self._inline:
-                self._writer.patch_podgang_status(namespace=ref.namespace, name=ref.name, status=status)
+                write(**kwargs)
             else:
-                await asyncio.to_thread(
-                    self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
-                )
+                await asyncio.to_thread(write, **kwargs)
         except WriteError as err:
-            log.warning("podgang status not written gang=%s error=%s", ref.key, err)
+            log.warning("podgang %s not written gang=%s/%s error=%s", what, kwargs["namespace"], kwargs["name"], err)
 
     def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
