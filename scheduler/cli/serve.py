@@ -12,21 +12,20 @@ replica that acts (``scheduler.kube.live``).
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import uvicorn
 from fastapi import FastAPI
 
 from api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from placement import solve
 from placement.request import SolveOptions
 from scheduler.cluster_view import LevelsError, choose_levels
 from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
+from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.kube.connect import ConnectError
 from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
 from scheduler.leadership import AlwaysLeader, Leadership
@@ -46,12 +45,6 @@ class Service:
     worker: BackgroundWorker
 
 
-def load_solver() -> Solver:
-    """``placement.solve``, the one solver every plan goes through."""
-    module = importlib.import_module("placement.solve")
-    return cast(Solver, module.solve)
-
-
 def build_service(
     *,
     store: ClusterStore,
@@ -64,7 +57,7 @@ def build_service(
     """Wire store → coordinator → app. Build it before the store is filled, so the first list's events queue
     every pending gang for planning ahead."""
     coordinator = Coordinator(
-        store=store, writer=writer, solver=load_solver(), leadership=leadership, config=config, levels=levels
+        store=store, writer=writer, solver=solve, leadership=leadership, config=config, levels=levels
     )
     app = create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes)
     return Service(app=app, coordinator=coordinator, worker=BackgroundWorker(coordinator))
@@ -127,7 +120,14 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def _run_uvicorn(service: Service, args: argparse.Namespace) -> None:
     # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
-    uvicorn.run(service.app, host=args.host, port=args.port, log_level=args.log_level, timeout_keep_alive=120)
+    uvicorn.run(
+        service.app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_keep_alive=120,
+        access_log=False,
+    )
 
 
 def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:

@@ -49,6 +49,14 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class PodRefused(Exception):
+    """The API server rejected a pod built from a clique's podSpec (400/422): the spec is invalid."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @dataclass
 class Outcome:
     """What one pass did: writes issued, whether the spec was valid, and pods still waiting for their gate."""
@@ -136,7 +144,10 @@ class Reconciler:
         if errors:
             return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding)
-        pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        try:
+            pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
+            return self._rejected(raw, [refused.error], outcome)
         self._converge_services(pcs, outcome)
         syncer = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name)
         gangs, writes = syncer.sync(pcs, desired=desired, live=live_gangs, pods_by_clique=pods_by_clique)
@@ -224,6 +235,12 @@ class Reconciler:
                 if attempt == _NAME_ATTEMPTS - 1:
                     raise
                 continue
+            except ApiError as err:
+                if err.status not in (400, 422):
+                    raise
+                index_of = [c.name for c in pcs.spec.template.cliques].index(plan.template.name)
+                path = f"spec.template.cliques[{index_of}].spec.podSpec"
+                raise PodRefused(FieldError(path, f"the API server refused its pod: {err}")) from err
             outcome.writes += 1
             log.info("created pod=%s/%s gang=%s index=%d", pcs.metadata.namespace, name, plan.gang, index)
             return created
