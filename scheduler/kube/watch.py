@@ -132,7 +132,6 @@ class _Watcher:
         self._backoff = backoff
         self._response: Any = None
         self._response_lock = threading.Lock()
-        self.relists = 0
 
     @property
     def kind(self) -> Kind:
@@ -190,7 +189,6 @@ class _Watcher:
         raw, version = list_all(self._api_client, self._watched.resource)
         objects = [obj for obj in (self._parse(item) for item in raw) if obj is not None]
         self._store.replace(self._watched.kind, objects)
-        self.relists += 1
         log.info("listed kind=%s count=%d resourceVersion=%s", self._watched.kind, len(objects), version)
         self._latch.listed(self._watched.kind)
         return version
