@@ -84,11 +84,16 @@ class KubeApi:
             response = self._client.call_api(
                 verb, url, header_params=header_params, body=payload, post_params=post_params, _request_timeout=timeout
             )
-        except client.ApiException as err:  # transport failures surface as status 0
+        except client.ApiException as err:  # TLS failures come back as status 0
             raise ApiError(int(err.status or 0), str(err.reason)) from err
+        except (HTTPError, OSError) as err:  # refused, reset, timed out: status 0, so callers retry
+            raise ApiError(0, f"{method} {path}: {type(err).__name__}: {err}") from err
         if stream and response.status < 400:
             return response.response  # unread: the caller streams it
-        data: bytes = response.read()  # type: ignore[no-untyped-call]
+        try:
+            data: bytes = response.read()  # type: ignore[no-untyped-call]
+        finally:
+            response.response.release_conn()  # back to the pool for the next request
         if response.status >= 400:
             raise _error(response.status, data)
         return json.loads(data) if data else {}

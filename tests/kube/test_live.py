@@ -16,7 +16,7 @@ from scheduler.cli import main
 from scheduler.cli.serve import build_service
 from scheduler.cluster_view import choose_levels
 from scheduler.coordinator import CoordinatorConfig
-from scheduler.kube.live import LiveCluster, connect_live
+from scheduler.kube.live import LiveCluster, connect_live, default_namespace, wants_in_cluster
 from scheduler.state import ClusterStore
 from tests.extender_support import bind_body, filter_one, run
 from tests.kube import objects as k
@@ -125,3 +125,16 @@ def test_serve_in_cluster_outside_a_pod_says_what_to_pass(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert main(["serve", "--in-cluster"]) == 2
     assert "pass --kubeconfig FILE" in capsys.readouterr().err
+
+
+def test_in_cluster_is_the_default_inside_a_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert not wants_in_cluster(in_cluster_flag=False)
+    assert wants_in_cluster(in_cluster_flag=True)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert wants_in_cluster(in_cluster_flag=False)
+
+
+def test_the_lease_lives_in_the_pods_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "grove-system")
+    assert default_namespace() == "grove-system"

@@ -125,6 +125,7 @@ def test_gates_lift_for_base_gang_first_and_for_scaled_gangs_once_base_is_schedu
     assert len(base) == 6 and len(scaled) == 10  # base: 1 coordinator + 4 workers + 1 ps; 2 scaled × (4 + 1)
     assert not any(gated(p) for p in base)
     assert all(gated(p) for p in scaled)
+    assert reconciler(api).reconcile(NS, "training").gated == 10  # reported, so a caller can see who waits
     # Bind the base gang up to one short of its minimum: workers need 3 (minAvailable), we bind 2.
     workers = [p for p in base if p["metadata"]["labels"]["grove.io/podclique"] == "training-0-workers-0-worker"]
     others = [p for p in base if p not in workers]

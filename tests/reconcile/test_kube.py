@@ -210,3 +210,15 @@ def test_serve_refuses_an_unusable_kubeconfig(capsys: pytest.CaptureFixture[str]
 
     assert main(["reconcile", "--kubeconfig", str(tmp_path / "missing")]) == 1
     assert "cannot load Kubernetes config" in capsys.readouterr().err
+
+
+def test_unreachable_server_is_an_api_error_to_retry_not_a_crash() -> None:
+    server = FakeApiServer(cluster())
+    url = server.url
+    server.httpd.server_close()  # nothing listens on the port any more
+    configuration = client.Configuration(host=url)
+    configuration.retries = 0
+    api = KubeApi(client.ApiClient(configuration), timeout=2.0)
+    with pytest.raises(ApiError) as raised:
+        api.list_podcliquesets()
+    assert raised.value.status == 0 and "GET /apis/grove.io/v1alpha1/podcliquesets" in str(raised.value)
