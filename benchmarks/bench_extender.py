@@ -236,16 +236,21 @@ def _server_side(metrics: str) -> dict[str, float]:
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
     filter_buckets: list[tuple[float, float]] = []
+    result_counts: dict[str, float] = {}
     for line in metrics.splitlines():
         for suffix, into in (("_sum", sums), ("_count", counts)):
             prefix = f'grove_extender_request_seconds{suffix}{{verb="'
             if line.startswith(prefix):
                 verb = line[len(prefix) :].split('"', 1)[0]
                 into[verb] = float(line.rsplit(" ", 1)[1])
+        if line.startswith(("grove_extender_replans_total{", "grove_extender_barrier_timeouts_total ")):
+            name = "replans" if "replans" in line else "barrier_timeouts"
+            result_counts[name] = result_counts.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
         if line.startswith("grove_extender_request_seconds_bucket{") and 'verb="filter"' in line:
             bound = line.split('le="', 1)[1].split('"', 1)[0]
             filter_buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
     result = {verb: sums[verb] / counts[verb] for verb in sums if counts.get(verb)}
+    result.update(result_counts)
     total = counts.get("filter", 0.0)
     for bound, cumulative in sorted(filter_buckets):
         if total and cumulative >= 0.99 * total:
@@ -299,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bound: {result['bound']} of {len(pods)} pods in {result['elapsed']:.2f} s = {rate:.0f} pods/s")
     server = dict(result["server"])
     p99_bound = server.pop("filter_p99_bound", float("nan"))
+    replans, timeouts = server.pop("replans", 0.0), server.pop("barrier_timeouts", 0.0)
     means = ", ".join(f"{verb} {seconds * 1000:.2f} ms" for verb, seconds in sorted(server.items()))
     print(f"server-side: mean per call {means}; 99% of filters under {p99_bound * 1000:g} ms")
+    print(f"re-plans during the drive: {replans:g}; barrier time-outs: {timeouts:g}")
     if result["errors"]:
         print(f"errors: {len(result['errors'])}, first: {result['errors'][0]}")
     return 0

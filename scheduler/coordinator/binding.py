@@ -107,7 +107,10 @@ class Binder:
 
     async def _release(self, ref: GangRef, taken: list[Arrival]) -> None:
         if self._inline:
-            outcomes = [self._bind_one(arrival) for arrival in taken]
+            outcomes = []
+            for arrival in taken:
+                outcomes.append(self._bind_one(arrival))
+                await asyncio.sleep(0)  # let a waiting filter in between: it is on kube-scheduler's critical path
         else:
             outcomes = list(await asyncio.gather(*(asyncio.to_thread(self._bind_one, arrival) for arrival in taken)))
         failed = [arrival.pod for arrival, outcome in zip(taken, outcomes, strict=True) if outcome]
@@ -173,6 +176,7 @@ class Binder:
         podgang = self._store.podgang(ref.key)
         if podgang is None:
             return
+        await asyncio.sleep(0)
         status = scheduled_status(podgang, placement_score=score, now=self._wall_clock())
         await self._write(
             "status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
