@@ -1,6 +1,6 @@
-"""Every shipped policy through the real ``placement.solve`` on a small generated snapshot: capacity is never
-exceeded at any event, the accounting adds up, and gang policies neither hold nor strand GPUs nor break a
-``required`` pack constraint."""
+"""Every shipped policy on a small generated snapshot — through ``placement.solve`` directly and, for the gang
+policies, through the gang coordinator ``serve`` uses: capacity is never exceeded at any event, the accounting
+adds up, and gang policies neither hold nor strand GPUs nor break a ``required`` pack constraint."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.generate.scenarios import build
+from scheduler.replay.coordinator_step import CoordinatorStep
+from scheduler.replay.decision import DecisionStep
 from scheduler.replay.engine import replay
 from scheduler.replay.ledger import Ledger
 from scheduler.replay.loading import load_workload
@@ -29,9 +31,15 @@ def snapshot_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-def test_policy_replay_is_sound(policy: str, snapshot_path: Path) -> None:
-    workload, topology = load_workload(load_snapshot(snapshot_path))
+CASES = [pytest.param(policy, False, id=policy) for policy in POLICIES] + [
+    pytest.param(policy, True, id=f"{policy}-via-coordinator") for policy in POLICIES if policy not in POD_BY_POD
+]
+
+
+@pytest.mark.parametrize(("policy", "via_coordinator"), CASES)
+def test_policy_replay_is_sound(policy: str, via_coordinator: bool, snapshot_path: Path) -> None:
+    snapshot = load_snapshot(snapshot_path)
+    workload, topology = load_workload(snapshot)
     checks: list[float] = []
 
     def check(now: float, ledger: Ledger) -> None:
@@ -41,8 +49,23 @@ def test_policy_replay_is_sound(policy: str, snapshot_path: Path) -> None:
             assert all(0 <= vector[name] <= allocatable[name] for name in vector), node
         checks.append(now)
 
-    step = SolveStep(policy=policy, topology=topology, time_limit_seconds=0.5)
+    step: DecisionStep
+    if via_coordinator:
+        step = CoordinatorStep(policy=policy, nodes=snapshot.nodes, time_limit_seconds=0.5)
+    else:
+        step = SolveStep(policy=policy, topology=topology, time_limit_seconds=0.5)
     outcome = replay(workload, step, observer=check)
+    if isinstance(step, CoordinatorStep):
+        # What the engine booked is what the coordinator bound, pod for pod, in the store serve would read.
+        running = {
+            pod: node
+            for run in outcome.runs
+            if run.start is not None and run.end is None
+            for pod, node in run.bound.items()
+        }
+        in_store = {pod.key: pod.spec.nodeName for pod in step.store.pods() if pod.spec.nodeName}
+        assert in_store == running
+        step.close()
     assert checks and len(checks) == len(outcome.timeline)
     total = outcome.running_gpu_seconds + outcome.held_gpu_seconds + outcome.idle_gpu_seconds
     assert total == pytest.approx(outcome.capacity_gpus * outcome.horizon)

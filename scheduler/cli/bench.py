@@ -13,6 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from placement import POLICIES
+from scheduler.cluster_view import holds_capacity
+from scheduler.replay.coordinator_step import CoordinatorStep
+from scheduler.replay.decision import DecisionStep
 from scheduler.replay.engine import replay
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.replay.loading import WorkloadError, load_workload
@@ -20,8 +23,9 @@ from scheduler.replay.metrics import summarise
 from scheduler.replay.plot import write_plot
 from scheduler.replay.quality import make_domain_probe
 from scheduler.replay.report import markdown_table
-from scheduler.replay.solve_step import SolveStep
-from scheduler.snapshot import SnapshotError, load_snapshot
+from scheduler.replay.solve_step import POD_BY_POD, SolveStep
+from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
+from topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -41,28 +45,50 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--plot", metavar="OUT.png", help="write utilisation over time and GPU-hour bars")
     parser.add_argument("--horizon-seconds", type=float, help="measured window (default: the last arrival)")
     parser.add_argument("--time-limit", type=float, help="solver time limit per decision, seconds")
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="call placement.solve directly for gang policies too, instead of going through the gang coordinator",
+    )
     parser.set_defaults(handler=run)
 
 
+def _step(policy: str, *, snapshot: Snapshot, topology: Topology, args: argparse.Namespace) -> DecisionStep:
+    """Gang policies go through the coordinator ``serve`` uses; pod-by-pod baselines model kube-scheduler alone
+    (no extender), so they call their policy directly."""
+    if policy in POD_BY_POD or args.direct:
+        return SolveStep(policy=policy, topology=topology, time_limit_seconds=args.time_limit)
+    background = [pod for pod in snapshot.pods if holds_capacity(pod)]
+    return CoordinatorStep(
+        policy=policy, nodes=snapshot.nodes, background=background, time_limit_seconds=args.time_limit
+    )
+
+
 def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
-    workload, topology = load_workload(load_snapshot(path))
+    snapshot = load_snapshot(path)
+    workload, topology = load_workload(snapshot)
     fragmentation = make_fragmentation(topology)
     probe = make_domain_probe(topology)
     horizon = args.horizon_seconds or max((gang.arrival for gang in workload.gangs), default=0.0)
     results: dict[str, Any] = {}
     for policy in policies:
         task = progress.add_task(f"{Path(path).name} · {policy}", total=horizon or 1.0)
-        step = SolveStep(policy=policy, topology=topology, time_limit_seconds=args.time_limit)
-        outcome = replay(
-            workload,
-            step,
-            horizon=horizon,
-            fragmentation=fragmentation,
-            probe=probe,
-            progress=lambda now, task=task: progress.update(task, completed=now),  # type: ignore[misc]
-        )
+        step = _step(policy, snapshot=snapshot, topology=topology, args=args)
+        try:
+            outcome = replay(
+                workload,
+                step,
+                horizon=horizon,
+                fragmentation=fragmentation,
+                probe=probe,
+                progress=lambda now, task=task: progress.update(task, completed=now),  # type: ignore[misc]
+            )
+        finally:
+            if isinstance(step, CoordinatorStep):
+                step.close()
         progress.update(task, completed=horizon or 1.0)
         results[policy] = summarise(outcome, topology)
+        results[policy]["decisionPath"] = "coordinator" if isinstance(step, CoordinatorStep) else "placement.solve"
         log.info("bench policy=%s snapshot=%s gpu_hours=%s", policy, path, results[policy]["gpuHoursDelivered"])
     return {"snapshot": path, "policies": results}
 
