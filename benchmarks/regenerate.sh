@@ -18,3 +18,5 @@ for name in gb200-nvl72 dgx-h100 alibaba-hetero; do
         $BIN/$command
     } > "benchmarks/results/$name.md"
 done
+"$BIN/python" -m benchmarks.summary benchmarks/results/gb200-nvl72.json benchmarks/results/dgx-h100.json \
+    benchmarks/results/alibaba-hetero.json > benchmarks/results/summary.md
