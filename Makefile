@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO := benchmarks/snapshots/demo.json
+FILTER_SAMPLE := deploy/requests/filter-demo.json
 HOST ?= 127.0.0.1
 PORT ?= 8888
 
@@ -20,8 +21,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed
 
+# The extender over the demo snapshot (binds are applied in memory); the curl posts a filter for a demo pod the way
+# kube-scheduler does in node-names mode.
 run: $(VENV)/.installed
-	$(BIN)/grove-extender snapshot inspect $(DEMO)
+	@echo "grove-extender serving $(DEMO) on http://$(HOST):$(PORT) (Ctrl-C to stop). From another shell:"
+	@echo "  curl -s -H 'Content-Type: application/json' --data @$(FILTER_SAMPLE) http://$(HOST):$(PORT)/filter"
+	@echo "  curl -s http://$(HOST):$(PORT)/debug/gangs"
+	$(BIN)/grove-extender serve --snapshot $(DEMO) --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -38,13 +38,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
-def _check_quantities(value: dict[str, Any] | None) -> dict[str, Any]:
-    for name, raw in (value or {}).items():
+def _check_quantities(value: Any) -> Any:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return value  # not a map: pydantic's own dict check names the field
+    for name, raw in value.items():
         try:
             parse_quantity(raw)
         except QuantityError as err:
             raise ValueError(f"{name}: {err}") from None
-    return value or {}
+    return value
 
 
 Quantities = Annotated[dict[str, Any], BeforeValidator(_check_quantities)]
@@ -82,7 +86,10 @@ class ObjectMeta(_Model):
 
 class Toleration(_Model):
     key: str = ""
-    operator: Literal["Exists", "Equal", ""] = ""
+    # Not a Literal: newer API servers add operators (Kubernetes 1.35 added Gt/Lt behind a gate). A pod we cannot
+    # reason about must still parse — refusing it would fail kube-scheduler's whole filter call — and an operator
+    # we do not know tolerates nothing, as in kube-scheduler's own switch.
+    operator: str = ""
     value: str = ""
     effect: str = ""
     tolerationSeconds: int | None = None

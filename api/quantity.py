@@ -53,6 +53,9 @@ def parse_quantity(value: str | int | float) -> Fraction:
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a finite quantity")
         return Fraction(str(value))
+    if not isinstance(value, str):
+        # Anything else (null, a list, an object) reaches here from hand-written YAML: a named error, not a crash.
+        raise QuantityError(f"{value!r} is not a quantity (expected a string or a number)")
     return _parse_text(value)
 
 

@@ -11,6 +11,7 @@ required pack are searched.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -28,7 +29,8 @@ def fewest_to_cover(capacities: Iterable[int], need: int) -> int | None:
     """How many of ``capacities``, largest first, it takes to reach ``need``; ``None`` if all of them fall short."""
     if need <= 0:
         return 0
-    ordered = np.sort(np.fromiter(capacities, np.int64))[::-1]
+    values = capacities if isinstance(capacities, np.ndarray) else np.fromiter(capacities, np.int64)
+    ordered = np.sort(values)[::-1]
     total = np.cumsum(ordered)
     if not len(total) or total[-1] < need:
         return None
@@ -84,12 +86,18 @@ def gang_bounds(problem: Problem) -> Bounds | None:
     if scope is None:
         whole = tier_bounds(problem)
         return None if whole is None else Bounds(whole, whole)
-    members: dict[str, list[int]] = {}
-    for i, node in enumerate(problem.nodes):
-        value = problem.key_value(node, scope.key)
-        if value is not None:
-            members.setdefault(value, []).append(i)
-    by_domain = {v: b for v, idx in members.items() if (b := tier_bounds(problem, np.array(idx, np.int64))) is not None}
+    arrays = problem.arrays
+    ids = arrays.key_ids(scope.key)
+    names = arrays.key_names(scope.key)
+    # Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds nothing of the gang.
+    order = np.argsort(ids, kind="stable")
+    edges = [*np.flatnonzero(np.diff(ids[order], prepend=-1)).tolist(), len(ids)]
+    by_domain: dict[str, tuple[int, ...]] = {}
+    for begin, end in itertools.pairwise(edges if len(ids) else []):
+        idx = order[begin:end]
+        name = names[int(ids[idx[0]])]
+        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx)) is not None:
+            by_domain[name] = found
     if not by_domain:
         return None
     per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
@@ -101,6 +109,9 @@ def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:
     resource (counting only nodes where some of those groups may run)."""
     arrays = problem.arrays
     chosen = [g for g in groups if problem.groups[g].min > 0]
+    cached = arrays.needs.get(tuple(chosen))
+    if cached is not None:
+        return cached
     needs: list[_Need] = [(arrays.cap[g], problem.groups[g].min) for g in chosen]
     for resource in problem.resources:
         amount = sum(problem.groups[g].min * problem.groups[g].demand.get(resource, 0) for g in chosen)
@@ -110,6 +121,7 @@ def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:
                 if resource in problem.groups[g].demand:
                     hosts |= arrays.cap[g] > 0
             needs.append((np.where(hosts, arrays.free[resource], 0), amount))
+    arrays.needs[tuple(chosen)] = needs
     return needs
 
 

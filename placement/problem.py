@@ -8,29 +8,22 @@ group one node holds on its own, which domain a node is in at each level, and wh
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from placement.arrays import NodeArrays
+import numpy as np
+
+from placement.arrays import HostArrays, Ints, NodeArrays, label_value
 from placement.request import ClusterView, GangRequest, SolveOptions
 from topology.graph import GPU_RESOURCE, UNKNOWN
-from topology.levels import HOSTNAME_KEY, NVLINK_LEVEL
+from topology.levels import NVLINK_LEVEL
 
 __all__ = ["Group", "InvalidRequest", "Problem", "Scope", "label_value", "prepare"]
 
 
 class InvalidRequest(ValueError):
     """A malformed request; the message names the field and the rule it breaks."""
-
-
-def label_value(labels: Mapping[str, str], *, key: str, node: str) -> str | None:
-    """The value of pack key ``key`` on a node; the hostname key falls back to the node's name, as it is always
-    set by the kubelet. ``None``: the node lacks the label and so cannot host a pod that must pack on it."""
-    value = labels.get(key)
-    if value:
-        return value
-    return node if key == HOSTNAME_KEY else None
 
 
 @dataclass(frozen=True)
@@ -70,9 +63,17 @@ class Problem:
         self.request = request
         self.view = view
         self.topology = view.topology
-        hosts = view.topology.hosts
         self.required, self.preferred = _scopes(request)
-        self.groups = tuple(_group(i, request, view, self.required) for i in range(len(request.groups)))
+        self.primary = _primary_resource(request)
+        demanded = sorted({r for g in request.groups for r, u in g.demand.items() if u > 0})
+        self.hosts = HostArrays(view, demanded)
+        self.host_cap: list[Ints] = []
+        groups = []
+        for i in range(len(request.groups)):
+            group, cap = _group(i, request, self.hosts, self.required)
+            groups.append(group)
+            self.host_cap.append(cap)
+        self.groups = tuple(groups)
         self.nodes: tuple[str, ...] = tuple(sorted({n for g in self.groups for n in g.cap}))
         self.node_set = frozenset(self.nodes)
         levels = [level.name for level in view.topology.levels]
@@ -81,19 +82,13 @@ class Problem:
         self.fresh_level: str | None = (
             NVLINK_LEVEL if NVLINK_LEVEL in levels else (self.span_levels[0] if self.span_levels else None)
         )
-        self.primary = _primary_resource(request)
-        self.fresh_nodes: frozenset[str] = frozenset(
-            n
-            for n, host in hosts.items()
-            if host.allocatable.get(self.primary, 0) > 0
-            and view.free.get(n, {}).get(self.primary, 0) >= host.allocatable[self.primary]
-        )
+        self.host_fresh = self.hosts.fresh(self.primary)
+        self.fresh_nodes: frozenset[str] = frozenset(self.hosts.names[i] for i in np.flatnonzero(self.host_fresh))
 
     def restricted(self, keep: Mapping[int, Collection[str]] | Collection[str]) -> Problem:
         """The same problem with fewer candidate nodes: ``keep`` is a node set for every group, or a node set
         per group index (groups not named keep theirs). Cluster facts (freshness, domains) are unchanged."""
         twin = copy.copy(self)
-        twin.__dict__.pop("arrays", None)  # derived from the candidates, so rebuilt on demand
 
         def allowed(index: int) -> Collection[str] | None:
             if isinstance(keep, Mapping):
@@ -108,8 +103,8 @@ class Problem:
         twin.groups = tuple(groups)
         twin.nodes = tuple(n for n in self.nodes if any(n in g.cap for g in twin.groups))
         twin.node_set = frozenset(twin.nodes)
-        if "arrays" in self.__dict__:
-            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
+        # Sliced from the parent's arrays: ``host_cap`` still describes the parent's candidates, not the twin's.
+        twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
         return twin
 
     def domain(self, node: str, level: str) -> str:
@@ -146,6 +141,16 @@ class Problem:
     @property
     def total_pods(self) -> int:
         return sum(len(g.pods) for g in self.groups)
+
+    def guaranteed(self) -> Problem:
+        """The same problem with each group cut down to its ``minReplicas`` pods: what the gang guarantee is
+        planned on, before best-effort extras are added where they fit."""
+        twin = copy.copy(self)
+        twin.groups = tuple(replace(g, pods=g.pods[: g.min]) for g in self.groups)
+        twin.__dict__.pop("arrays", None)
+        if "arrays" in self.__dict__:
+            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
+        return twin
 
     @property
     def guaranteed_pods(self) -> int:
@@ -214,31 +219,23 @@ def _scopes(request: GangRequest) -> tuple[tuple[Scope, ...], tuple[Scope, ...]]
     return tuple(required), tuple(preferred)
 
 
-def _group(index: int, request: GangRequest, view: ClusterView, required: tuple[Scope, ...]) -> Group:
+def _group(index: int, request: GangRequest, hosts: HostArrays, required: tuple[Scope, ...]) -> tuple[Group, Ints]:
+    """Resolve one group: how many of its pods each host holds alone, zero where it may not run at all."""
     spec = request.groups[index]
     demand = {r: u for r, u in spec.demand.items() if u > 0}
-    keys = [s.key for s in required if index in s.groups]
     limit = len(spec.pods)
-    cap: dict[str, int] = {}
-    nodes: Iterable[str] = view.topology.hosts if spec.eligible is None else spec.eligible
-    if limit == 0:
-        nodes = ()
-    hosts, free_of = view.topology.hosts, view.free
-    empty: Mapping[str, int] = {}
-    items = list(demand.items())
-    for node in nodes:
-        if node not in hosts:
-            continue  # an eligible name the view does not know
-        # The hot loop of resolution (groups × nodes): kept to dict lookups.
-        if keys and any(label_value(hosts[node].labels, key=key, node=node) is None for key in keys):
-            continue  # a node without a required key's label is in no domain of it
-        free = free_of.get(node, empty)
-        fits = limit
-        for r, u in items:
-            fits = min(fits, free.get(r, 0) // u)
-        if fits > 0:
-            cap[node] = fits
-    return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap)
+    fits = np.full(len(hosts.names), limit, np.int64)
+    for resource, units in demand.items():
+        fits = np.minimum(fits, hosts.free[resource] // units)
+    if spec.eligible is not None:
+        allowed = np.zeros(len(hosts.names), np.bool_)
+        allowed[[hosts.position[n] for n in spec.eligible if n in hosts.position]] = True
+        fits = np.where(allowed, fits, 0)
+    for scope in required:
+        if index in scope.groups:
+            fits = np.where(hosts.labelled(scope.key), fits, 0)  # no label: in no domain of that key
+    cap = {hosts.names[i]: int(fits[i]) for i in np.flatnonzero(fits > 0)}
+    return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap), np.maximum(fits, 0)
 
 
 def _primary_resource(request: GangRequest) -> str:

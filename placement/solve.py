@@ -26,6 +26,8 @@ from placement.request import ClusterView, GangRequest, Result, SolveOptions, St
 
 __all__ = ["POLICIES", "solve"]
 
+_MARGIN = 0.1  # share of the time limit kept back for building the result
+
 POLICIES: dict[str, Callable[[Problem, SolveOptions], Result]] = {
     "cpsat": solve_cpsat,
     "topology-greedy": topology_greedy_policy,
@@ -47,5 +49,9 @@ def solve(request: GangRequest, view: ClusterView, options: SolveOptions | None 
         problem = prepare(request, view, options)
     except InvalidRequest as error:
         return Result(status=Status.INVALID, reason=str(error), solve_seconds=time.perf_counter() - started)
-    result = policy(problem, options)
+    # The time limit bounds the whole call: what resolution took comes off the policy's budget, and a margin is
+    # kept for turning the plan into a result (assignment, score) after the search stops.
+    spent = time.perf_counter() - started
+    budget = max(0.01, options.time_limit_seconds - spent - _MARGIN * options.time_limit_seconds)
+    result = policy(problem, replace(options, time_limit_seconds=budget))
     return replace(result, solve_seconds=time.perf_counter() - started)

@@ -37,7 +37,9 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
         return False
     if toleration.operator == "Exists":
         return True
-    return toleration.value == taint.value  # "" and "Equal"
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return False  # an operator this version does not know
 
 
 def untolerated_taint(pod: Pod, node: Node) -> Taint | None:

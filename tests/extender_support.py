@@ -1,7 +1,7 @@
 """Helpers for the extender tests: a small cluster builder, an app over a store, and an async HTTP client.
 
-The solver used here is ``placement.solve`` when it exists; a tiny first-fit stands in until then, so the
-coordinator's own rules (pinning, barrier, reservations) are tested independently of the solver's quality.
+Plans go through the real ``placement.solve``: these tests check the coordinator's rules (pinning, barrier,
+reservations, re-plans) on whatever placement it returns, never a particular objective value.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from api.app import create_app
 from api.grove import PodGang
 from api.kube import Node, Pod
-from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from placement import solve
 from scheduler.cluster_writer import InMemoryClusterWriter
 from scheduler.coordinator import Coordinator, CoordinatorConfig, Solver
 from scheduler.snapshot import Snapshot
@@ -27,60 +27,6 @@ T = TypeVar("T")
 
 CLIQUE = "nvidia.com/gpu.clique"
 GPU = "nvidia.com/gpu"
-
-
-def first_fit(request: GangRequest, view: ClusterView, options: SolveOptions) -> Result:
-    """Place every group's pods node by node (sorted names); with a gang-wide ``required`` pack, try one domain
-    at a time. Guaranteed pods first, then extras where they fit."""
-    required = next((p.required for p in request.packs if p.required), None)
-    domains: dict[str, list[str]] = {}
-    for name in sorted(view.free):
-        labels = view.topology.hosts[name].labels if name in view.topology.hosts else {}
-        key = labels.get(required, "") if required else ""
-        if required and not key:
-            continue
-        domains.setdefault(key, []).append(name)
-    best = 0
-    for nodes in domains.values():
-        free = {n: dict(view.free[n]) for n in nodes}
-        assignment: dict[str, str] = {}
-        ok = True
-        for extras in (False, True):
-            for group in request.groups:
-                pods = group.pods[group.min_replicas :] if extras else group.pods[: group.min_replicas]
-                for pod in pods:
-                    node = next(
-                        (
-                            n
-                            for n in nodes
-                            if (group.eligible is None or n in group.eligible)
-                            and all(free[n].get(r, 0) >= u for r, u in group.demand.items())
-                        ),
-                        None,
-                    )
-                    if node is None:
-                        ok = ok and extras
-                        continue
-                    for r, u in group.demand.items():
-                        free[node][r] = free[node].get(r, 0) - u
-                    assignment[pod] = node
-            if not ok:
-                break
-        gpus = sum(v.get(GPU, 0) for v in (view.free[n] for n in nodes))
-        best = max(best, gpus)
-        if ok:
-            return Result(status=Status.PLACED, assignment=assignment, placement_score=1.0)
-    need = sum(g.demand.get(GPU, 0) * g.min_replicas for g in request.groups)
-    where = f"one {required}" if required else "the cluster"
-    return Result(status=Status.INFEASIBLE, reason=f"needs {need} GPUs in {where}; the largest free domain has {best}")
-
-
-def default_solver() -> Solver:
-    try:
-        from placement import solve  # type: ignore[attr-defined]
-    except ImportError:
-        return first_fit
-    return solve  # type: ignore[no-any-return]
 
 
 # --- builders --------------------------------------------------------------------------------------------------
@@ -203,7 +149,7 @@ def harness(
     coordinator = Coordinator(
         store=store,
         writer=writer,
-        solver=solver or default_solver(),
+        solver=solver or solve,
         config=CoordinatorConfig(barrier_timeout_seconds=barrier_timeout),
         clock=clock,
     )

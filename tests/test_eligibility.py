@@ -50,6 +50,12 @@ from tests.builders import NodeBuilder, PodBuilder, make_node, make_pod
         pytest.param(
             Toleration(key="k"), Taint(key="k", value="v", effect="NoSchedule"), False, id="empty-op-is-equal"
         ),
+        pytest.param(
+            Toleration(key="k", operator="Lt", value="5"),
+            Taint(key="k", value="3", effect="NoSchedule"),
+            False,
+            id="unknown-operator-tolerates-nothing",
+        ),
     ],
 )
 def test_tolerates(toleration: Toleration, taint: Taint, expected: bool) -> None:

@@ -69,6 +69,11 @@ def _with(item: dict[str, Any], at: int = 0) -> dict[str, Any]:
             id="broken-pod-quantity",
         ),
         pytest.param(
+            _with({**make_node("n4").dict(), "status": {"allocatable": {"cpu": None}}}),
+            r"items\[0\] \(Node n4\): status\.allocatable: .*cpu: None is not a quantity",
+            id="null-quantity",
+        ),
+        pytest.param(
             _with(make_pod("p").on("ghost").dict()),
             r"Pod default/p: spec\.nodeName 'ghost' is not a Node in the snapshot",
             id="bound-to-missing-node",

@@ -18,10 +18,12 @@ whether it was proven best.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from placement.bounds import Bounds, gang_bounds
 from placement.cpsat.solver import solve_model
 from placement.explain import explain_infeasible, relaxation_reason
+from placement.extras import add_extras
 from placement.greedy.topology_greedy import topology_greedy
 from placement.objective import Counts, evaluate
 from placement.outcome import planned, refused
@@ -32,7 +34,27 @@ from placement.request import Result, SolveOptions, Status
 __all__ = ["solve_cpsat"]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A guaranteed-pods plan before extras: its counts, the tier bounds it is scored against, solver figures."""
+
+    counts: Counts
+    bounds: tuple[int, ...]
+    optimal: bool
+    models: int
+
+
 def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
+    """Plan the guaranteed pods (the model never sees the extras), then add extras where they fit."""
+    found = _solve_guaranteed(problem.guaranteed(), options)
+    if isinstance(found, Result):
+        return found
+    counts = add_extras(problem, found.counts)
+    solver = {"optimal": float(found.optimal), "models": float(found.models)}
+    return planned(problem, counts, bounds=found.bounds, solver=solver)
+
+
+def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result:
     deadline = time.perf_counter() + options.time_limit_seconds
     reason = relaxation_reason(problem)
     if reason is not None:
@@ -45,32 +67,28 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
     hint = topology_greedy(problem)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
-        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 1.0, "models": 0})
-    outcome = solve_model(
-        problem,
-        hint=hint,
-        lower=bounds.lexicographic,
-        time_limit=deadline - time.perf_counter(),
-        workers=options.workers,
-    )
+        return _Plan(hint, bounds.per_tier, optimal=True, models=0)
+    outcome = solve_model(problem, hint=hint, lower=bounds.lexicographic, deadline=deadline, workers=options.workers)
     if outcome.state == "infeasible":
         return refused(explain_infeasible(problem))
     if outcome.state == "unknown":
-        return _timed_out(problem, hint, bounds, options)
+        return _timed_out(problem, hint, bounds, options, models=1)
     optimal = outcome.state == "optimal" or evaluate(problem, outcome.counts) == bounds.lexicographic
-    return planned(problem, outcome.counts, bounds=bounds.per_tier, solver={"optimal": float(optimal), "models": 1})
+    return _Plan(outcome.counts, bounds.per_tier, optimal=optimal, models=1)
 
 
-def _timed_out(problem: Problem, hint: Counts | None, bounds: Bounds, options: SolveOptions) -> Result:
+def _timed_out(
+    problem: Problem, hint: Counts | None, bounds: Bounds, options: SolveOptions, *, models: int
+) -> _Plan | Result:
     if hint is not None:
-        return planned(problem, hint, bounds=bounds.per_tier, solver={"optimal": 0.0, "models": 1})
+        return _Plan(hint, bounds.per_tier, optimal=False, models=models)
     return refused(
         f"no plan found within {options.time_limit_seconds:g}s and none ruled out; {explain_infeasible(problem)}",
         status=Status.TIMED_OUT,
     )
 
 
-def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: SolveOptions) -> Result:
+def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: SolveOptions) -> _Plan | Result:
     assert bounds.by_domain is not None
     scope = next(s for s in problem.required if len(s.groups) == len(problem.groups))
     best: tuple[tuple[int, ...], Counts] | None = None
@@ -79,8 +97,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     for value, bound in sorted(bounds.by_domain.items(), key=lambda item: item[1]):
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any later one (sorted by bound) can beat the best plan
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
+        if deadline - time.perf_counter() <= 0:
             proven = False
             break
         sub = problem.restricted({n for n in problem.nodes if problem.key_value(n, scope.key) == value})
@@ -88,7 +105,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
         if sub_hint is not None and evaluate(sub, sub_hint) == bound:
             found: Counts | None = sub_hint
         else:
-            outcome = solve_model(sub, hint=sub_hint, lower=bound, time_limit=remaining, workers=options.workers)
+            outcome = solve_model(sub, hint=sub_hint, lower=bound, deadline=deadline, workers=options.workers)
             models += 1
             proven = proven and outcome.state in ("optimal", "infeasible")
             found = outcome.counts if outcome.state in ("optimal", "feasible") else sub_hint
@@ -97,5 +114,5 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     if best is None:
         if proven:
             return refused(explain_infeasible(problem))
-        return _timed_out(problem, None, bounds, options)
-    return planned(problem, best[1], bounds=bounds.per_tier, solver={"optimal": float(proven), "models": models})
+        return _timed_out(problem, None, bounds, options, models=models)
+    return _Plan(best[1], bounds.per_tier, optimal=proven or best[0] == bounds.lexicographic, models=models)

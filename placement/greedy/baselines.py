@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 
 from placement.explain import explain_infeasible, relaxation_reason
+from placement.extras import add_extras
 from placement.greedy.ledger import Ledger
 from placement.greedy.topology_greedy import topology_greedy
 from placement.outcome import planned, refused
@@ -108,8 +109,9 @@ def gang_best_fit(problem: Problem, options: SolveOptions) -> Result:
 
 
 def topology_greedy_policy(problem: Problem, options: SolveOptions) -> Result:
+    """Guaranteed pods by the topology greedy, then extras where they fit (as ``cpsat`` adds them)."""
     reason = relaxation_reason(problem)
-    plan = topology_greedy(problem) if reason is None else None
+    plan = topology_greedy(problem.guaranteed()) if reason is None else None
     if plan is None:
         return refused(reason or f"topology-greedy found no domain to hold the gang ({explain_infeasible(problem)})")
-    return planned(problem, plan)
+    return planned(problem, add_extras(problem, plan))

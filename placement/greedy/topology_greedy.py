@@ -1,5 +1,7 @@
 """``topology-greedy``: all-or-nothing, tightest domain first (the way KAI-Scheduler packs), and the CP-SAT hint.
 
+It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.extras`.
+
 Try each domain as the gang's container, narrowest level first and, within a level, partly used domains before
 wholly free ones and the smallest that could hold the gang first; inside a container, fill sub-domains largest
 first (fewest of them) and nodes partly used, fullest first (best fit). ``preferred`` packs are first treated as
@@ -138,7 +140,6 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
         refilled = _fill(problem, compact)
         if refilled is not None and evaluate(problem, refilled.counts) < evaluate(problem, ledger.counts):
             ledger, region = refilled, compact
-    _add_extras(problem, ledger, region)
     return ledger.counts
 
 
@@ -182,29 +183,3 @@ def _honourable(problem: Problem, scope: Scope) -> bool:
 
 def _holds(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -> bool:
     return all(sum(problem.groups[g].cap.get(n, 0) for n in nodes) >= problem.groups[g].min for g in groups)
-
-
-def _add_extras(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) -> None:
-    """Best-effort pods go only where they cost no objective tier: onto used nodes, or onto partly used nodes
-    whose every domain the gang already touches."""
-    used = ledger.used_nodes()
-    touched = {level: {problem.domain(n, level) for n in used} for level in problem.span_levels}
-
-    def free_of_cost(node: str) -> bool:
-        if node in used:
-            return True
-        if node in problem.fresh_nodes:
-            return False
-        return all(problem.domain(node, level) in touched[level] for level in problem.span_levels)
-
-    preferred_ok = {
-        s.index: {problem.key_value(n, s.key) for g, n in ledger.counts if g in s.groups} for s in problem.preferred
-    }
-    for group in problem.groups:
-        scopes = [s for s in problem.preferred if group.index in s.groups]
-        nodes = [
-            n
-            for n in region[group.index]
-            if free_of_cost(n) and all(problem.key_value(n, s.key) in preferred_ok[s.index] for s in scopes)
-        ]
-        ledger.fill(group.index, sorted(nodes, key=lambda n: n not in used), group.extras)

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Watch PodCliqueSets, PodGangs and their pods and converge them the way Grove's operator does; "
         "or, with --dry-run, print the objects it would create for a PodCliqueSet file on an empty cluster.",
     )
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else ~/.kube/config)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's service account)")
     parser.add_argument("--namespace", help="only this namespace (default: all)")
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
@@ -78,12 +78,13 @@ def _dry_run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
+    from scheduler.kube.connect import ConnectError, load_api_client
     from scheduler.reconcile.controller import Reconciler
-    from scheduler.reconcile.kube import KubeApi, KubeconfigError, load_api_client
+    from scheduler.reconcile.kube import KubeApi
 
     try:
         api_client = load_api_client(args.kubeconfig)
-    except KubeconfigError as err:
+    except ConnectError as err:
         print(f"reconcile: {err}", file=sys.stderr)
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")

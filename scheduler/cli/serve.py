@@ -3,26 +3,31 @@
 Embedded mode (``--snapshot FILE``): the cluster is the snapshot, binds and status writes are applied in memory,
 and this replica is always the leader. ``build_service`` is shared with the live mode, which only swaps the
 store's feed, the writer and the leadership.
+
+Live mode (``--kubeconfig FILE``, or ``--in-cluster``, which is also the default inside a pod when neither other
+mode is given): watches feed the store, bindings and status go to the API server, and a Lease elects the one
+replica that acts (``scheduler.kube.live``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import uvicorn
 from fastapi import FastAPI
 
 from api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from placement import solve
 from placement.request import SolveOptions
 from scheduler.cluster_view import LevelsError, choose_levels
 from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
+from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.kube.connect import ConnectError
+from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.snapshot import SnapshotError, load_snapshot
 from scheduler.state import ClusterStore, load_snapshot_into
@@ -40,12 +45,6 @@ class Service:
     worker: BackgroundWorker
 
 
-def load_solver() -> Solver:
-    """``placement.solve``, the one solver every plan goes through."""
-    module = importlib.import_module("placement.solve")
-    return cast(Solver, module.solve)
-
-
 def build_service(
     *,
     store: ClusterStore,
@@ -58,7 +57,7 @@ def build_service(
     """Wire store → coordinator → app. Build it before the store is filled, so the first list's events queue
     every pending gang for planning ahead."""
     coordinator = Coordinator(
-        store=store, writer=writer, solver=load_solver(), leadership=leadership, config=config, levels=levels
+        store=store, writer=writer, solver=solve, leadership=leadership, config=config, levels=levels
     )
     app = create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes)
     return Service(app=app, coordinator=coordinator, worker=BackgroundWorker(coordinator))
@@ -67,6 +66,16 @@ def build_service(
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("serve", help="run the kube-scheduler extender (filter, prioritize, bind, preempt)")
     parser.add_argument("--snapshot", help="serve over this snapshot (embedded mode: binds are applied in memory)")
+    parser.add_argument("--kubeconfig", help="serve a live cluster through this kubeconfig file")
+    parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="serve a live cluster with the pod's service account (the default inside a pod when neither "
+        "--snapshot nor --kubeconfig is given)",
+    )
+    parser.add_argument("--lease-namespace", help="namespace of the leader-election Lease (default: the pod's)")
+    parser.add_argument("--lease-name", default="grove-extender", help="leader-election Lease (default: %(default)s)")
+    parser.add_argument("--identity", help="this replica's name in the Lease (default: the host name)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8888, help="port to listen on (default: %(default)s)")
     parser.add_argument(
@@ -92,20 +101,42 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    if not args.snapshot:
-        print("grove-extender serve: --snapshot FILE is required", file=sys.stderr)
+    config = CoordinatorConfig(
+        barrier_timeout_seconds=args.barrier_timeout,
+        reservation_ttl_seconds=args.reservation_ttl,
+        solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
+    )
+    live = args.kubeconfig or args.in_cluster
+    if args.snapshot and live:
+        print("grove-extender serve: give --snapshot or --kubeconfig/--in-cluster, not both", file=sys.stderr)
         return 2
+    if args.snapshot:
+        return _serve_snapshot(args, config)
+    if args.kubeconfig or wants_in_cluster(in_cluster_flag=args.in_cluster):
+        return _serve_live(args, config)
+    print("grove-extender serve: --snapshot FILE, --kubeconfig FILE or --in-cluster is required", file=sys.stderr)
+    return 2
+
+
+def _run_uvicorn(service: Service, args: argparse.Namespace) -> None:
+    # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
+    uvicorn.run(
+        service.app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_keep_alive=120,
+        access_log=False,
+    )
+
+
+def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     try:
         snapshot = load_snapshot(args.snapshot)
         levels = choose_levels(levels_file=args.levels, bindings=snapshot.topology_bindings)
     except (SnapshotError, LevelsError) as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
-    config = CoordinatorConfig(
-        barrier_timeout_seconds=args.barrier_timeout,
-        reservation_ttl_seconds=args.reservation_ttl,
-        solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
-    )
     store = ClusterStore()
     service = build_service(
         store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=config, levels=levels
@@ -114,8 +145,37 @@ def run_serve(args: argparse.Namespace) -> int:
     service.worker.start()
     log.info("serving snapshot=%s host=%s port=%d", args.snapshot, args.host, args.port)
     try:
-        # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
-        uvicorn.run(service.app, host=args.host, port=args.port, log_level=args.log_level, timeout_keep_alive=120)
+        _run_uvicorn(service, args)
     finally:
         service.worker.stop()
+    return 0
+
+
+def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
+    # Levels come from --levels or the node labels' defaults: reading ClusterTopologyBindings would need one more
+    # permission than the extender's least-privilege role grants.
+    try:
+        levels = choose_levels(levels_file=args.levels, bindings=[])
+        cluster = connect_live(
+            kubeconfig=args.kubeconfig,
+            lease_namespace=args.lease_namespace or default_namespace(),
+            lease_name=args.lease_name,
+            identity=args.identity,
+        )
+    except (LevelsError, ConnectError) as err:
+        print(f"grove-extender serve: {err}", file=sys.stderr)
+        return 2
+    store = ClusterStore()
+    # Built before the watches fill the store, so the first list's events queue every pending gang for planning.
+    service = build_service(
+        store=store, writer=cluster.writer, leadership=cluster.elector, config=config, levels=levels
+    )
+    cluster.start(store)
+    service.worker.start()
+    log.info("serving live cluster host=%s port=%d", args.host, args.port)
+    try:
+        _run_uvicorn(service, args)
+    finally:
+        service.worker.stop()
+        cluster.close()
     return 0

@@ -195,7 +195,7 @@ class Coordinator:
             node = record.plan.get(pod_key)
             if node is None:
                 # A member that appeared after the plan (or a best-effort extra that did not fit).
-                reason = f"gang {ref.key}: pod {pod_key} has no place in the current plan"
+                reason = record.reason or f"gang {ref.key}: pod {pod_key} has no place in the current plan"
                 return _Decision(replan=may_replan and pod_key not in record.fixed, reason=reason)
             if node not in candidates:
                 group = record.groups.get(pod_key, "")

@@ -42,11 +42,13 @@ def plan_gang(
     excluded: Mapping[str, frozenset[str]],
     solver: Solver,
     options: SolveOptions,
+    only: str | None = None,
 ) -> PlanOutcome:
     """Plan the gang's pending, unfixed pods on what is free.
 
     ``reserved`` is capacity other gangs hold; ``fixed`` maps this gang's pods waiting at the barrier to their
-    node; ``excluded`` maps a group to nodes kube-scheduler's own filters refused for it.
+    node; ``excluded`` maps a group to nodes kube-scheduler's own filters refused for it. With ``only``, just that
+    pod is planned, as one required pod (a best-effort extra of a gang that already stands).
     """
     nodes = {node.name: node for node in store.nodes()}
     topology = topologies.get(store)
@@ -64,7 +66,7 @@ def plan_gang(
     free = _free(store.allocatable_by_node(), taken)
     requests: list[GroupRequest] = []
     for group in members.groups:
-        pending = [pod for pod in group.pending() if pod.key not in fixed]
+        pending = [pod for pod in group.pending() if pod.key not in fixed and only in (None, pod.key)]
         if not pending:
             continue
         for pod in pending:
@@ -77,7 +79,7 @@ def plan_gang(
                 name=group.name,
                 pods=tuple(pod.key for pod in pending),
                 demand=_peak(demands[pod.key] for pod in pending),
-                min_replicas=max(0, group.min_replicas - placed),
+                min_replicas=1 if only else max(0, group.min_replicas - placed),
                 eligible=frozenset(eligible),
             )
         )

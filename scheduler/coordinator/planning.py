@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from api.kube import Pod
 from placement.request import SolveOptions, Status
 from scheduler.coordinator.ledger import GangRecord, GangState, Ledger
-from scheduler.coordinator.members import GangRef, gang_members
+from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import PlanOutcome, Solver, plan_gang
 from scheduler.coordinator.topology_cache import TopologyCache
@@ -79,6 +79,7 @@ class Planner:
                     if not force and not _stale(record, self._ledger.epoch):
                         return
                     fixed = dict(record.fixed)
+                    held = {pod: r.node for pod, r in self._ledger.book.of_gang(ref.key).items()}
                     excluded = record.excluded_now(self._clock())
                     reserved = self._ledger.book.reserved_by_node(excluding=ref.key)
                     epoch = self._ledger.epoch
@@ -89,22 +90,43 @@ class Planner:
                     self._settle(ref, state=GangState.WAITING, reason=waiting_reason or "", epoch=epoch)
                     self._metrics.plans.labels("waiting").inc()
                     return
+                kept, only = fixed, None
+                if _guarantee_met(members, fixed):
+                    # The gang already stands; what is left are best-effort extras, placed one by one as
+                    # kube-scheduler asks, around everything the gang holds.
+                    if request_pod is None or request_pod.key in held:
+                        self._settle_bound(ref, epoch=epoch)
+                        return
+                    kept, only = {**held, **fixed}, request_pod.key
                 outcome = plan_gang(
                     members=members,
                     store=self._store,
                     topologies=self._topologies,
                     reserved=reserved,
-                    fixed=fixed,
+                    fixed=kept,
                     excluded=excluded,
                     solver=self._solver,
                     options=self._config.solve,
+                    only=only,
                 )
-                if self._commit(ref, outcome=outcome, fixed=fixed, epoch=epoch):
+                if self._commit(ref, outcome=outcome, fixed=fixed, kept=kept, extra=only is not None, epoch=epoch):
                     return
                 force = True  # members reached the barrier while we solved: plan again around them
             log.warning("plan kept changing under the solver gang=%s attempts=%d", ref.key, _MAX_ATTEMPTS)
 
-    def _commit(self, ref: GangRef, *, outcome: PlanOutcome, fixed: dict[str, str], epoch: int) -> bool:
+    def _commit(
+        self,
+        ref: GangRef,
+        *,
+        outcome: PlanOutcome,
+        fixed: dict[str, str],
+        kept: dict[str, str],
+        extra: bool,
+        epoch: int,
+    ) -> bool:
+        """Install the plan unless members reached the barrier meanwhile (then the caller plans again).
+
+        ``kept`` pods keep their node (fixed at the barrier, or already reserved when planning an extra)."""
         result = outcome.result
         self._metrics.solve_seconds.observe(result.solve_seconds)
         with self._ledger.lock:
@@ -112,7 +134,7 @@ class Planner:
             if record.fixed != fixed:
                 return False
             statement = self._ledger.book.statement(ref.key)
-            for pod, node in fixed.items():
+            for pod, node in kept.items():
                 statement.reserve(pod=pod, node=node, demand=self._demand(pod, outcome))
             placed = result.status == Status.PLACED
             if placed:
@@ -122,15 +144,15 @@ class Planner:
             record.groups = dict(outcome.groups)
             record.planned_at = self._clock()
             record.epoch = epoch
-            if placed:
-                record.plan = {**dict(result.assignment), **fixed}
+            record.plan = {**dict(result.assignment), **kept} if placed else dict(kept)
+            record.reason = "" if placed else result.reason or f"no placement found ({result.status})"
+            if extra:
+                record.state = GangState.BOUND  # an extra that does not fit leaves the standing gang as it is
+            elif placed:
                 record.state = GangState.BINDING if fixed else GangState.PLANNED
-                record.reason = ""
                 record.placement_score = result.placement_score
             else:
-                record.plan = dict(fixed)
                 record.state = GangState.INFEASIBLE
-                record.reason = result.reason or f"no placement found ({result.status})"
         self._metrics.plans.labels(str(result.status)).inc()
         log.info(
             "planned gang=%s status=%s pods=%d score=%s seconds=%.4f reason=%s",
@@ -149,6 +171,14 @@ class Planner:
         pod = self._store.pod(pod_key)
         return dict(self._store.requests_of(pod)) if pod is not None else {}
 
+    def _settle_bound(self, ref: GangRef, *, epoch: int) -> None:
+        """The gang stands (found bound after a restart, or bound by us): nothing to plan ahead."""
+        with self._ledger.lock:
+            record = self._ledger.record(ref)
+            record.state = GangState.BOUND
+            record.reason = ""
+            record.epoch = epoch
+
     def _settle(self, ref: GangRef, *, state: GangState, reason: str, epoch: int) -> None:
         with self._ledger.lock:
             record = self._ledger.record(ref)
@@ -159,6 +189,14 @@ class Planner:
                 record.plan = {}
                 if self._ledger.book.release_gang(ref.key):
                     self._ledger.epoch += 1
+
+
+def _guarantee_met(members: GangMembers, fixed: dict[str, str]) -> bool:
+    """Every group has ``minReplicas`` members bound or waiting at the barrier."""
+    return all(
+        len(group.bound()) + sum(1 for pod in group.pods if pod.key in fixed) >= group.min_replicas
+        for group in members.groups
+    )
 
 
 def _stale(record: GangRecord, epoch: int) -> bool:

@@ -2,9 +2,10 @@
 against.
 
 Owns: connecting to the API server (``connect``), listing and watching Nodes, Pods and PodGangs into the cluster
-store (``listing``, ``watch``), the writes the extender makes — bindings, PodGang status, Events (``writer``) — and
-leader election with a ``coordination.k8s.io`` Lease (``lease``). Does not own: what the store or the coordinator do
-with what it reads; none of these modules makes a scheduling decision.
+store (``listing``, ``watch``), the writes the extender makes — bindings, PodGang status, Events (``writer``) —
+leader election with a ``coordination.k8s.io`` Lease (``lease``), the live wiring ``serve`` uses (``live``), and
+what a recorded snapshot must not carry (``scrub``). Does not own: what the store or the coordinator do with what
+it reads; none of these modules makes a scheduling decision.
 
 Everything here speaks JSON dicts to the official ``kubernetes`` client with ``_preload_content=False``: its typed
 models would cost a deserialisation per object and are not what the rest of the project reads (``api`` models are).

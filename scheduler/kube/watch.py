@@ -132,7 +132,6 @@ class _Watcher:
         self._backoff = backoff
         self._response: Any = None
         self._response_lock = threading.Lock()
-        self.relists = 0
 
     @property
     def kind(self) -> Kind:
@@ -148,17 +147,35 @@ class _Watcher:
                 version = self._watch(version)
                 self._backoff.reset()
             except _Expired:
-                log.info("watch expired kind=%s resourceVersion=%s; relisting", kind, version)
+                # A relist is a full list: back off too, so a server that keeps expiring us is not hammered.
+                delay = self._backoff.delay()
+                log.info("watch expired kind=%s resourceVersion=%s relist_in=%.1fs", kind, version, delay)
                 version = None
+                self._stop.wait(delay)
             except (ApiException, HTTPError, OSError, ValueError) as err:
                 if self._stop.is_set():
                     break
                 if isinstance(err, ApiException) and err.status == 410:
                     version = None
                 delay = self._backoff.delay()
-                log.warning("watch failed kind=%s error=%s retry_in=%.1fs", kind, describe_error(err), delay)
+                log.warning(
+                    "watch failed kind=%s error=%s%s retry_in=%.1fs",
+                    kind,
+                    describe_error(err),
+                    self._hint(err),
+                    delay,
+                )
                 self._stop.wait(delay)
         log.info("watch stopped kind=%s", kind)
+
+    def _hint(self, err: Exception) -> str:
+        """What an operator can do about the two failures that never heal on their own."""
+        status = err.status if isinstance(err, ApiException) else None
+        if status == 404 and self._watched.kind == "PodGang":
+            return " hint=the PodGang CRD is not installed (kubectl apply -f deploy/crds/podgang.yaml)"
+        if status == 403:
+            return f" hint=grant list/watch on {self._watched.resource.plural} (deploy/extender-rbac.yaml)"
+        return ""
 
     def interrupt(self) -> None:
         """Unblock a thread parked in a socket read so it notices ``stop`` now, not at the next event."""
@@ -172,7 +189,6 @@ class _Watcher:
         raw, version = list_all(self._api_client, self._watched.resource)
         objects = [obj for obj in (self._parse(item) for item in raw) if obj is not None]
         self._store.replace(self._watched.kind, objects)
-        self.relists += 1
         log.info("listed kind=%s count=%d resourceVersion=%s", self._watched.kind, len(objects), version)
         self._latch.listed(self._watched.kind)
         return version

@@ -13,27 +13,26 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from api.grove import GANG_GATE, ClusterTopologyBinding, PodCliqueSet
+from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ObjectKey, ReconcileApi
 from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import CliquePlan, Desired, desired_state
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gang_sync import GangSync
 from scheduler.reconcile.gangs import is_terminating, service_object
+from scheduler.reconcile.gates import lift_gates
 from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, base_gang_name
 from scheduler.reconcile.pods import pod_name, pod_object
 from scheduler.reconcile.reporting import StatusReporter
 from scheduler.reconcile.status import (
     Clock,
-    base_gang_scheduled,
     pod_is_bound,
 )
 from scheduler.reconcile.topology_rules import topology_name
@@ -47,6 +46,14 @@ _NAME_ATTEMPTS = 5  # random-suffix collisions are ~1 in 14 million; five tries 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class PodRefused(Exception):
+    """The API server rejected a pod built from a clique's podSpec (400/422): the spec is invalid."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -136,12 +143,16 @@ class Reconciler:
         if errors:
             return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding)
-        pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        try:
+            pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+        except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
+            return self._rejected(raw, [refused.error], outcome)
         self._converge_services(pcs, outcome)
         syncer = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name)
         gangs, writes = syncer.sync(pcs, desired=desired, live=live_gangs, pods_by_clique=pods_by_clique)
         outcome.writes += writes
-        self._lift_gates(desired, gangs, pods_by_clique, outcome)
+        lifted, outcome.gated = lift_gates(self.api, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique)
+        outcome.writes += lifted
         outcome.writes += self._reporter().accepted(
             raw, pcs=pcs, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique, binding=binding
         )
@@ -224,6 +235,12 @@ class Reconciler:
                 if attempt == _NAME_ATTEMPTS - 1:
                     raise
                 continue
+            except ApiError as err:
+                if err.status not in (400, 422):
+                    raise
+                index_of = [c.name for c in pcs.spec.template.cliques].index(plan.template.name)
+                path = f"spec.template.cliques[{index_of}].spec.podSpec"
+                raise PodRefused(FieldError(path, f"the API server refused its pod: {err}")) from err
             outcome.writes += 1
             log.info("created pod=%s/%s gang=%s index=%d", pcs.metadata.namespace, name, plan.gang, index)
             return created
@@ -238,37 +255,6 @@ class Reconciler:
         for name in sorted(wanted.keys() - live):
             self.api.create(service_object(pcs, wanted[name]))
             outcome.writes += 1
-
-    def _lift_gates(
-        self,
-        desired: Desired,
-        gangs: Mapping[str, KubeObject],
-        pods_by_clique: Mapping[str, list[KubeObject]],
-        outcome: Outcome,
-    ) -> None:
-        cliques = desired.cliques()
-        scheduled: dict[str, bool] = {}
-        for gang in desired.gangs:
-            if gang.is_base:
-                scheduled[gang.name] = base_gang_scheduled(gang, pods_by_clique)
-        for fqn, pods in pods_by_clique.items():
-            plan = cliques[fqn]
-            listed = _listed(gangs.get(plan.gang), fqn)
-            for pod in pods:
-                gates = pod["spec"].get("schedulingGates") or []
-                if is_terminating(pod) or not any(g.get("name") == GANG_GATE for g in gates):
-                    continue
-                # Grove: listed in its gang, and either a base-gang pod or its base gang is scheduled.
-                base_ok = plan.base_gang is None or scheduled.get(plan.base_gang, False)
-                if pod["metadata"]["name"] in listed and base_ok:
-                    meta = pod["metadata"]
-                    remaining = [g for g in gates if g.get("name") != GANG_GATE]
-                    self.api.set_pod_scheduling_gates(
-                        meta["namespace"], meta["name"], gates=remaining, resource_version=meta["resourceVersion"]
-                    )
-                    outcome.writes += 1
-                else:
-                    outcome.gated += 1
 
 
 def _path(location: tuple[int | str, ...]) -> str:
@@ -289,10 +275,3 @@ def _finished(pod: KubeObject) -> bool:
 
 def _index(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
-
-
-def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
-    if gang is None:
-        return set()
-    groups = [g for g in gang["spec"].get("podgroups") or [] if g.get("name") == fqn]
-    return {ref["name"] for g in groups for ref in g.get("podReferences") or []}

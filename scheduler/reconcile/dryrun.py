@@ -26,6 +26,7 @@ def dry_run(objects: Iterable[KubeObject], *, scheduler_name: str = "grove", see
     for obj in objects:
         if obj.get("kind") == "PodCliqueSet":
             obj.setdefault("metadata", {}).setdefault("namespace", "default")
+            obj.pop("status", None)  # an empty cluster: nothing accepted before (e.g. `kubectl get -o yaml` output)
         api.apply(obj)
     if not api.of_kind("PodCliqueSet"):
         raise DryRunRejected("no PodCliqueSet in the input")

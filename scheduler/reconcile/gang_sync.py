@@ -98,8 +98,9 @@ def _condition_status(obj: KubeObject, type_: str) -> str | None:
 
 def _gang_differs(live: KubeObject, wanted: KubeObject) -> bool:
     live_meta, wanted_meta = live["metadata"], wanted["metadata"]
+    same_spec: bool = normalised_spec(live["spec"]) == normalised_spec(wanted["spec"])
     return (
-        normalised_spec(live["spec"]) != normalised_spec(wanted["spec"])
+        not same_spec
         or (live_meta.get("labels") or {}) != wanted_meta["labels"]
         or (live_meta.get("annotations") or {}) != wanted_meta.get("annotations", {})
     )

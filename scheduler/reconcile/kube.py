@@ -16,12 +16,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kubernetes import client, config
+from kubernetes import client
+from urllib3.exceptions import HTTPError
 
 from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
 from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
 
-__all__ = ["KubeApi", "KubeconfigError", "load_api_client"]
+__all__ = ["KubeApi"]
 
 log = logging.getLogger(__name__)
 
@@ -35,27 +36,6 @@ _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
 }
 _MERGE = "application/merge-patch+json"
 _WATCH_SECONDS = 300
-
-
-class KubeconfigError(ValueError):
-    """No usable cluster configuration; the message says which file or source failed and why."""
-
-
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """In-cluster config when no kubeconfig is given and we run in a pod; otherwise the kubeconfig file."""
-    # The config loaders carry no annotations; the ignores cover only that.
-    configuration = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError) as err:
-        raise KubeconfigError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from err
-    return client.ApiClient(configuration)
 
 
 def _path(kind: str, namespace: str | None, name: str | None = None, subresource: str | None = None) -> str:
@@ -74,6 +54,8 @@ class KubeApi:
         self._namespace = namespace
         self._timeout = timeout
         self._changes: queue.Queue[ObjectKey] = queue.Queue()
+        self._streams: set[Any] = set()  # open watch responses, closed on stop to unblock their readers
+        self._streams_lock = threading.Lock()
 
     # --- requests ------------------------------------------------------------------------------------------
 
@@ -102,11 +84,16 @@ class KubeApi:
             response = self._client.call_api(
                 verb, url, header_params=header_params, body=payload, post_params=post_params, _request_timeout=timeout
             )
-        except client.ApiException as err:  # transport failures surface as status 0
+        except client.ApiException as err:  # TLS failures come back as status 0
             raise ApiError(int(err.status or 0), str(err.reason)) from err
+        except (HTTPError, OSError) as err:  # refused, reset, timed out: status 0, so callers retry
+            raise ApiError(0, f"{method} {path}: {type(err).__name__}: {err}") from err
         if stream and response.status < 400:
             return response.response  # unread: the caller streams it
-        data: bytes = response.read()  # type: ignore[no-untyped-call]
+        try:
+            data: bytes = response.read()  # type: ignore[no-untyped-call]
+        finally:
+            response.response.release_conn()  # back to the pool for the next request
         if response.status >= 400:
             raise _error(response.status, data)
         return json.loads(data) if data else {}
@@ -214,17 +201,26 @@ class KubeApi:
     # --- watches -------------------------------------------------------------------------------------------
 
     def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
-        """One daemon thread per watched collection; they end when ``stop`` is set (within one watch timeout)."""
+        """One daemon thread per watched collection, plus one that unblocks them on ``stop`` so they end promptly."""
         grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
         targets = [("PodCliqueSet", None), ("PodGang", f"{LABEL_MANAGED_BY}={MANAGED_BY}"), ("Pod", grove_pods)]
-        threads = []
-        for kind, selector in targets:
-            thread = threading.Thread(
-                target=self._watch_forever, args=(kind, selector, stop), name=f"watch-{kind}", daemon=True
-            )
+        threads = [
+            threading.Thread(target=self._watch_forever, args=(kind, selector, stop), name=f"watch-{kind}", daemon=True)
+            for kind, selector in targets
+        ]
+        threads.append(threading.Thread(target=self._close_on_stop, args=(stop,), name="watch-stopper", daemon=True))
+        for thread in threads:
             thread.start()
-            threads.append(thread)
         return threads
+
+    def _close_on_stop(self, stop: threading.Event) -> None:
+        stop.wait()
+        with self._streams_lock:
+            streams = list(self._streams)
+        for response in streams:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
+            with contextlib.suppress(Exception):  # the stream may have ended on its own meanwhile
+                (shutdown or response.close)()
 
     def _watch_forever(self, kind: str, selector: str | None, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -234,7 +230,9 @@ class KubeApi:
                     if stop.is_set():
                         return
                     self._emit(kind, event.get("object") or {})
-            except (ApiError, OSError, ValueError) as err:
+            except (ApiError, OSError, ValueError, HTTPError) as err:  # HTTPError: urllib3's cut-off stream
+                if stop.is_set():
+                    return
                 log.warning("watch restarting kind=%s error=%s", kind, err)
                 stop.wait(1.0)
 
@@ -251,14 +249,15 @@ class KubeApi:
         if selector:
             query["labelSelector"] = selector
         response = self._send("GET", _path(kind, self._namespace), query=query, stream=True)
+        with self._streams_lock:
+            self._streams.add(response)
         try:
             buffer = b""
-            for chunk in response.stream(4096):
+            # amt=None: yield each chunk of the chunked response as it arrives, not once 4 KiB have piled up.
+            for chunk in response.stream(amt=None, decode_content=False):
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
+                for line in filter(bytes.strip, lines):
                     event = json.loads(line)
                     if event.get("type") == "ERROR":  # 410 Gone and friends: relist
                         status = event.get("object") or {}
@@ -266,7 +265,10 @@ class KubeApi:
                     if event.get("type") != "BOOKMARK":
                         yield event
         finally:
-            response.release_conn()
+            with self._streams_lock:
+                self._streams.discard(response)
+            with contextlib.suppress(Exception):
+                response.release_conn()
 
     def _emit(self, kind: str, obj: KubeObject) -> None:
         meta = obj.get("metadata") or {}

@@ -133,13 +133,23 @@ def _pod_spec_errors(path: str, pod_spec: Mapping[str, object], *, creating: boo
         for forbidden in ("topologySpreadConstraints", "nodeName"):
             if pod_spec.get(forbidden):
                 errors.append(FieldError(f"{path}.{forbidden}", "must not be set: placement is the gang scheduler's"))
+    # Our CRD keeps podSpec opaque (Grove's embeds the whole PodSpec schema), so check the shape pods need here.
+    if not isinstance(pod_spec.get("containers"), list) or not pod_spec.get("containers"):
+        errors.append(FieldError(f"{path}.containers", "at least one container is required"))
     for kind in ("initContainers", "containers"):
         containers = pod_spec.get(kind) or []
         if not isinstance(containers, list):
+            errors.append(FieldError(f"{path}.{kind}", "must be a list of containers"))
             continue
         for c_index, container in enumerate(containers):
-            env = container.get("env") or [] if isinstance(container, dict) else []
-            names = [str(item.get("name", "")) for item in env if isinstance(item, dict)]
+            if not isinstance(container, dict) or not container.get("name"):
+                errors.append(FieldError(f"{path}.{kind}[{c_index}].name", "every container needs a name"))
+                continue
+            env = container.get("env") or []
+            if not isinstance(env, list) or not all(isinstance(item, dict) for item in env):
+                errors.append(FieldError(f"{path}.{kind}[{c_index}].env", "must be a list of {name, value} objects"))
+                continue
+            names = [str(item.get("name", "")) for item in env]
             duplicate = _duplicates(names)
             for e_index, name in enumerate(names):
                 env_path = f"{path}.{kind}[{c_index}].env[{e_index}].name"

@@ -198,10 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
         with self.api._cond:
             version = self.api._state.rv
             everything = sorted(self.api._state.objects.get(resource, {}).items())
-        items = [copy.deepcopy(o) for (o_ns, _), o in everything if (not ns or o_ns == ns) and matches(o, selector)]
-        start = int(request.query.get("continue") or 0)
-        limit = int(request.query.get("limit") or 0) or len(items)
-        page = items[start : start + limit]
+            items = [o for (o_ns, _), o in everything if (not ns or o_ns == ns) and matches(o, selector)]
+            start = int(request.query.get("continue") or 0)
+            limit = int(request.query.get("limit") or 0) or len(items)
+            page = [copy.deepcopy(o) for o in items[start : start + limit]]
         meta: dict[str, Any] = {"resourceVersion": str(version)}
         if start + limit < len(items):
             meta["continue"] = str(start + limit)

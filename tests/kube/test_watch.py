@@ -140,8 +140,11 @@ def test_bookmarks_move_the_resume_point(fake: FakeApiServer, watching: tuple[Co
     assert all(r.query.get("allowWatchBookmarks") == "true" for r in node_watches)
 
 
-def test_errors_back_off_and_sync_waits_for_every_kind(fake: FakeApiServer, api_client: ApiClient) -> None:
-    fake.fail("GET", r"/podgangs$", 403, reason="Forbidden", message="podgangs is forbidden", times=5)
+def test_errors_back_off_and_sync_waits_for_every_kind(
+    fake: FakeApiServer, api_client: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.fail("GET", r"/podgangs$", 404, reason="NotFound", times=2)
+    fake.fail("GET", r"/podgangs$", 403, reason="Forbidden", message="podgangs is forbidden", times=3)
     store, stop = CountingStore(), threading.Event()
     threads = start_watchers(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
     try:
@@ -149,6 +152,9 @@ def test_errors_back_off_and_sync_waits_for_every_kind(fake: FakeApiServer, api_
         assert store.synced_calls == 0, "synced while PodGangs were never listed"
         wait_for(lambda: store.synced_calls == 1)
         assert len(fake.requests_to("GET", r"/podgangs$")) >= 6
+        logged = caplog.text
+        assert "the PodGang CRD is not installed (kubectl apply -f deploy/crds/podgang.yaml)" in logged
+        assert "grant list/watch on podgangs (deploy/extender-rbac.yaml)" in logged
     finally:
         stop.set()
         for thread in threads:

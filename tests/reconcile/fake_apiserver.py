@@ -51,6 +51,8 @@ class FakeApiServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive and chunked watches, as kube-apiserver speaks
+
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 return
 
@@ -61,6 +63,8 @@ class FakeApiServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # type: ignore[attr-defined]
+        self.closing = threading.Event()  # ends open watches when the server stops
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     @contextmanager
@@ -70,6 +74,7 @@ class FakeApiServer:
         try:
             yield self
         finally:
+            self.closing.set()
             self.httpd.shutdown()
             self.httpd.server_close()
             thread.join(timeout=5)
@@ -194,12 +199,14 @@ class FakeApiServer:
         deadline = time.monotonic() + min(float(request.query.get("timeoutSeconds", 1)), self.watch_cap)
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+        handler.close_connection = True
         selector = request.query.get("labelSelector", "")
         with self.lock:
             seen = {o["metadata"]["name"]: o for o in self._select(kind, namespace, selector)}
         seen = {n: o for n, o in seen.items() if int(o["metadata"]["resourceVersion"]) <= since}
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.closing.is_set():
             with self.lock:
                 current = {o["metadata"]["name"]: o for o in self._select(kind, namespace, selector)}
             events = []
@@ -211,9 +218,11 @@ class FakeApiServer:
             for gone in sorted(set(seen) - set(current)):
                 events.append({"type": "DELETED", "object": seen.pop(gone)})  # the last state, as the API sends
             for event in events:
-                handler.wfile.write(json.dumps(event).encode() + b"\n")
+                data = json.dumps(event).encode() + b"\n"
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))  # one chunk per event
             handler.wfile.flush()
             time.sleep(0.02)
+        handler.wfile.write(b"0\r\n\r\n")
 
 
 def _matches(obj: dict[str, Any], selector: str) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.reconcile.api import ApiError
 from scheduler.reconcile.memory import InMemoryApi
 from tests.reconcile.examples import EXAMPLES, POD_NAME, cluster, example, gated, pod_names, pods_per_gang, reconciler
 
@@ -124,6 +125,7 @@ def test_gates_lift_for_base_gang_first_and_for_scaled_gangs_once_base_is_schedu
     assert len(base) == 6 and len(scaled) == 10  # base: 1 coordinator + 4 workers + 1 ps; 2 scaled × (4 + 1)
     assert not any(gated(p) for p in base)
     assert all(gated(p) for p in scaled)
+    assert reconciler(api).reconcile(NS, "training").gated == 10  # reported, so a caller can see who waits
     # Bind the base gang up to one short of its minimum: workers need 3 (minAvailable), we bind 2.
     workers = [p for p in base if p["metadata"]["labels"]["grove.io/podclique"] == "training-0-workers-0-worker"]
     others = [p for p in base if p not in workers]
@@ -266,3 +268,29 @@ def test_topology_pcs_without_its_binding_is_refused_at_creation() -> None:
     outcome = reconciler(api).reconcile(NS, "disagg-tas")
     assert not outcome.valid and not api.of_kind("Pod")
     assert any("ClusterTopologyBinding 'gpu-topology' not found" in e for e in outcome.errors)
+
+
+class _StrictPods(InMemoryApi):
+    """An API server that, like kube-apiserver, validates pods it is asked to create."""
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Pod":
+            for container in obj["spec"]["containers"]:
+                if not container.get("image"):
+                    raise ApiError(
+                        422, f'Pod "{obj["metadata"]["name"]}" is invalid: spec.containers[0].image: Required value'
+                    )
+        return super().create(obj)
+
+
+def test_pod_refused_by_the_api_server_marks_the_pcs_invalid_with_the_clique() -> None:
+    document = example("multinode-aggregated")
+    del document["spec"]["template"]["cliques"][1]["spec"]["podSpec"]["containers"][0]["image"]
+    api = _StrictPods()
+    api.apply(document)
+    outcome = reconciler(api).reconcile(NS, "multinode-aggregated")
+    assert not outcome.valid
+    assert outcome.errors[0].startswith("spec.template.cliques[1].spec.podSpec: the API server refused its pod")
+    assert "image: Required value" in api.events[0]["message"]
+    assert not api.of_kind("PodGang")  # no gang is published over pods that cannot all exist
+    assert not any(not gated(p) for p in api.of_kind("Pod"))

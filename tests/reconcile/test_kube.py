@@ -13,9 +13,10 @@ import pytest
 import yaml
 from kubernetes import client
 
+from scheduler.kube.connect import load_api_client
 from scheduler.reconcile.api import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi, load_api_client
+from scheduler.reconcile.kube import KubeApi
 from tests.reconcile.examples import cluster, example, gated, pods_per_gang
 from tests.reconcile.fake_apiserver import FakeApiServer
 
@@ -114,35 +115,34 @@ def test_invalid_pcs_posts_a_warning_event(server: FakeApiServer) -> None:
     assert not server.api.list_owned("Pod", namespace=NS, part_of="broken")
 
 
-def test_watches_turn_events_into_podcliqueset_keys(server: FakeApiServer) -> None:
-    api = _kube(server)
-    stop = threading.Event()
-    threads = api.start_watches(stop)
-    try:
-        assert (NS, "multinode-aggregated") in api.changes(5.0)  # the initial list
-        while api.changes(0.3):  # drain until quiet
-            pass
-        document = example("multinode-disaggregated")
-        with server.lock:
-            server.api.apply(document)
-        seen: set[tuple[str, str]] = set()
-        for _ in range(20):
-            seen |= api.changes(0.5)
-            if (NS, "multinode-disaggregated") in seen:
-                break
-        assert (NS, "multinode-disaggregated") in seen
-        Reconciler(api).reconcile(NS, "multinode-disaggregated")  # our own pod and gang writes come back as keys
-        seen = set()
-        for _ in range(20):
-            seen |= api.changes(0.5)
-            if (NS, "multinode-disaggregated") in seen:
-                break
-        assert (NS, "multinode-disaggregated") in seen  # (relists after each watch timeout report the rest too)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=5)
-    assert not any(thread.is_alive() for thread in threads)
+def test_watches_stream_events_promptly_as_podcliqueset_keys() -> None:
+    # Long server-side watches: a key can only arrive quickly if the client reads each chunk as it comes.
+    server = FakeApiServer(cluster(example("multinode-aggregated")), watch_cap_seconds=60)
+    with server.running():
+        api = _kube(server)
+        stop = threading.Event()
+        threads = api.start_watches(stop)
+        try:
+            assert (NS, "multinode-aggregated") in api.changes(5.0)  # the initial list
+            while api.changes(0.3):  # drain until quiet
+                pass
+            with server.lock:
+                server.api.apply(example("multinode-disaggregated"))
+            started = time.monotonic()
+            seen: set[tuple[str, str]] = set()
+            while (NS, "multinode-disaggregated") not in seen and time.monotonic() - started < 5:
+                seen |= api.changes(0.2)
+            assert (NS, "multinode-disaggregated") in seen
+            assert time.monotonic() - started < 2.0
+            Reconciler(api).reconcile(NS, "multinode-disaggregated")  # our own writes come back as the PCS key
+            assert api.changes(2.0) == {(NS, "multinode-disaggregated")}
+        finally:
+            stop.set()
+            stopped = time.monotonic()
+            for thread in threads:
+                thread.join(timeout=5)
+        assert not any(thread.is_alive() for thread in threads)
+        assert time.monotonic() - stopped < 2.0  # stop unblocks the 60 s watches at once
     watches = [r for r in server.requests if r.query.get("watch") == "true"]
     pod_watch = next(r for r in watches if r.path == "/api/v1/pods")
     assert pod_watch.query["labelSelector"] == "app.kubernetes.io/managed-by=grove-operator,grove.io/podclique"
@@ -209,4 +209,16 @@ def test_serve_refuses_an_unusable_kubeconfig(capsys: pytest.CaptureFixture[str]
     from scheduler.cli import main
 
     assert main(["reconcile", "--kubeconfig", str(tmp_path / "missing")]) == 1
-    assert "kubeconfig" in capsys.readouterr().err
+    assert "cannot load Kubernetes config" in capsys.readouterr().err
+
+
+def test_unreachable_server_is_an_api_error_to_retry_not_a_crash() -> None:
+    server = FakeApiServer(cluster())
+    url = server.url
+    server.httpd.server_close()  # nothing listens on the port any more
+    configuration = client.Configuration(host=url)
+    configuration.retries = 0
+    api = KubeApi(client.ApiClient(configuration), timeout=2.0)
+    with pytest.raises(ApiError) as raised:
+        api.list_podcliquesets()
+    assert raised.value.status == 0 and "GET /apis/grove.io/v1alpha1/podcliquesets" in str(raised.value)

@@ -108,6 +108,15 @@ CASES = [
         id="scheduler-unknown",
     ),
     pytest.param(_pod_spec(0, schedulerName=""), f"{T}.cliques", "one scheduler", id="scheduler-mixed"),
+    pytest.param(
+        _pod_spec(0, containers=[]), f"{T}.cliques[0].spec.podSpec.containers", "at least one", id="no-containers"
+    ),
+    pytest.param(
+        _pod_spec(0, containers=[{"image": "x"}]),
+        f"{T}.cliques[0].spec.podSpec.containers[0].name",
+        "needs a name",
+        id="container-name",
+    ),
     pytest.param(_env("1BAD"), f"{T}.cliques[0].spec.podSpec.containers[0].env[0].name", "not a valid", id="env-name"),
     pytest.param(_env("A", "A"), f"{T}.cliques[0].spec.podSpec.containers[0].env[1].name", "duplicate", id="env-dup"),
     pytest.param(_template(terminationDelay="-5m"), f"{T}.terminationDelay", "positive", id="delay-negative"),

@@ -1,0 +1,78 @@
+"""The live cluster behind ``serve``: watches feeding the store, the real writer, and the Lease elector.
+
+``serve`` picks the mode: ``--snapshot`` is embedded; ``--kubeconfig FILE`` is live from that file; ``--in-cluster``,
+or running in a pod (``KUBERNETES_SERVICE_HOST`` set) with neither of the others, is live from the service account.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes.client import ApiClient
+
+from scheduler.kube.connect import load_api_client
+from scheduler.kube.lease import LeaseElector
+from scheduler.kube.watch import WatchedStore, start_watchers
+from scheduler.kube.writer import KubeClusterWriter
+
+__all__ = ["LiveCluster", "connect_live", "default_namespace", "wants_in_cluster"]
+
+log = logging.getLogger(__name__)
+
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def wants_in_cluster(*, in_cluster_flag: bool) -> bool:
+    """In-cluster config when asked for, or when running in a pod (the API server's address is in the env)."""
+    return in_cluster_flag or bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def default_namespace() -> str:
+    """Where the Lease lives: the pod's namespace (downward API or service account), else ``default``."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return _SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@dataclass
+class LiveCluster:
+    api_client: ApiClient
+    writer: KubeClusterWriter
+    elector: LeaseElector
+    stop: threading.Event = field(default_factory=threading.Event)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self, store: WatchedStore) -> None:
+        """Start watching into ``store`` and campaigning for the Lease."""
+        self.threads = start_watchers(client=self.api_client, store=store, stop=self.stop)
+        self.threads.append(self.elector.start(self.stop))
+
+    def close(self, *, timeout: float = 5.0) -> None:
+        """Stop the watches, release the Lease (so a standby takes over at once) and close the connections."""
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=timeout)
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+def connect_live(
+    *, kubeconfig: str | None, lease_namespace: str, lease_name: str = "grove-extender", identity: str | None = None
+) -> LiveCluster:
+    """Connect (raises ``ConnectError`` with what to pass instead) and build the live parts; nothing runs yet."""
+    api_client = load_api_client(kubeconfig)
+    identity = identity or socket.gethostname()
+    log.info("live mode kubeconfig=%s lease=%s/%s identity=%s", kubeconfig or "in-cluster", lease_namespace,
+             lease_name, identity)  # fmt: skip
+    return LiveCluster(
+        api_client=api_client,
+        writer=KubeClusterWriter(api_client, instance=identity),
+        elector=LeaseElector(api_client, namespace=lease_namespace, name=lease_name, identity=identity),
+    )

@@ -1,0 +1,56 @@
+"""Lifting Grove's scheduling gate, by Grove's rule (reference §2, ``checkAndRemovePodSchedulingGates``).
+
+A pod's ``grove.io/podgang-pending-creation`` gate goes once the pod is listed in its PodGang's PodGroup and either
+it belongs to a base gang or its base gang is scheduled (every base PodGroup has ``minReplicas`` bound pods). Only
+Grove's own gate is removed; the write carries the pod's ``resourceVersion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from api.grove import GANG_GATE
+from scheduler.reconcile.api import KubeObject, ReconcileApi
+from scheduler.reconcile.desired import Desired
+from scheduler.reconcile.gangs import is_terminating
+from scheduler.reconcile.status import base_gang_scheduled
+
+__all__ = ["lift_gates"]
+
+
+def lift_gates(
+    api: ReconcileApi,
+    *,
+    desired: Desired,
+    gangs: Mapping[str, KubeObject],
+    pods_by_clique: Mapping[str, list[KubeObject]],
+) -> tuple[int, int]:
+    """Remove the gate where Grove would; returns (gates lifted, pods still gated)."""
+    cliques = desired.cliques()
+    scheduled = {gang.name: base_gang_scheduled(gang, pods_by_clique) for gang in desired.gangs if gang.is_base}
+    lifted = waiting = 0
+    for fqn, pods in pods_by_clique.items():
+        plan = cliques[fqn]
+        listed = _listed(gangs.get(plan.gang), fqn)
+        base_ok = plan.base_gang is None or scheduled.get(plan.base_gang, False)
+        for pod in pods:
+            gates = pod["spec"].get("schedulingGates") or []
+            if is_terminating(pod) or not any(g.get("name") == GANG_GATE for g in gates):
+                continue
+            if pod["metadata"]["name"] not in listed or not base_ok:
+                waiting += 1
+                continue
+            meta = pod["metadata"]
+            remaining = [g for g in gates if g.get("name") != GANG_GATE]
+            api.set_pod_scheduling_gates(
+                meta["namespace"], meta["name"], gates=remaining, resource_version=meta["resourceVersion"]
+            )
+            lifted += 1
+    return lifted, waiting
+
+
+def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
+    if gang is None:
+        return set()
+    groups = [g for g in gang["spec"].get("podgroups") or [] if g.get("name") == fqn]
+    return {ref["name"] for g in groups for ref in g.get("podReferences") or []}

@@ -1,0 +1,52 @@
+"""``grove-extender serve``: argument handling and the wiring it serves (without binding a port)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scheduler.cli import build_parser, main
+from scheduler.cli.serve import build_service
+from scheduler.cluster_writer import InMemoryClusterWriter
+from scheduler.coordinator import CoordinatorConfig
+from scheduler.leadership import AlwaysLeader
+from scheduler.snapshot import load_snapshot
+from scheduler.state import ClusterStore, load_snapshot_into
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_serve_is_registered_with_its_options() -> None:
+    args = build_parser().parse_args(["serve", "--snapshot", "x.json", "--port", "9999", "--barrier-timeout", "3"])
+    assert (args.snapshot, args.port, args.barrier_timeout) == ("x.json", 9999, 3.0)
+
+
+def test_serve_refuses_a_missing_or_broken_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"kind": "Pod"}')
+    assert main(["serve", "--snapshot", str(broken)]) == 2
+    assert "kind: List" in capsys.readouterr().err
+
+
+def test_the_demo_request_is_answered_from_a_plan_made_ahead() -> None:
+    store = ClusterStore()
+    service = build_service(
+        store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=CoordinatorConfig()
+    )
+    load_snapshot_into(store, load_snapshot(REPO / "benchmarks" / "snapshots" / "demo.json"))
+    assert service.worker.run_once() > 0  # the first list queued every pending gang
+    states = {gang["gang"]: gang["state"] for gang in service.coordinator.debug_gangs()}
+    assert states["default/pretrain-gb200-0"] == "Bound"  # found bound: a fact, not re-planned
+    sample = (REPO / "deploy" / "requests" / "filter-demo.json").read_bytes()
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=service.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://extender") as client:
+            return await client.post("/filter", content=sample)
+
+    reply = asyncio.run(post()).json()
+    assert len(reply["NodeNames"]) == 1 and reply["Error"] == ""
