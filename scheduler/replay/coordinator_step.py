@@ -22,8 +22,6 @@ from scheduler.replay.decision import Decision, Free
 from scheduler.replay.workload import ReplayGang
 from scheduler.state.store import ClusterStore
 
-BARRIER_TIMEOUT_SECONDS = 0.5
-
 
 class CoordinatorStep:
     """``DecisionStep`` over ``scheduler.coordinator.Coordinator`` with one all-or-nothing policy."""
@@ -50,12 +48,9 @@ class CoordinatorStep:
             store=self.store,
             writer=self.writer,
             solver=solve,
-            # A barrier only times out here when a member was refused after others were accepted; a short
-            # timeout keeps such a refusal from stalling the replay (the outcome, nothing bound, is the same).
-            config=CoordinatorConfig(
-                barrier_timeout_seconds=BARRIER_TIMEOUT_SECONDS,
-                solve=SolveOptions(policy=policy, time_limit_seconds=limit),
-            ),
+            # The production barrier timeout: members reach bind one filter apart, and on a loaded machine a
+            # shorter one would refuse gangs serve would bind.
+            config=CoordinatorConfig(solve=SolveOptions(policy=policy, time_limit_seconds=limit)),
         )
         self._names = [node.name for node in nodes]
         self._loop = asyncio.new_event_loop()
