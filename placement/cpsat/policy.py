@@ -34,6 +34,7 @@ from placement.request import Result, SolveOptions, Status
 __all__ = ["solve_cpsat"]
 
 _MODEL_NODES = 600  # beyond this many candidates the model is built on a neighbourhood of the greedy plan
+_LATE_GREEDY_DOMAINS = 3  # past the deadline with no plan, how many more domains the greedy may try
 _MIN_MODEL_SECONDS = 0.1  # with less time left, building a model (Python, not interruptible) only overruns
 
 
@@ -146,16 +147,22 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     best: tuple[tuple[int, ...], Counts] | None = None
     proven = True
     models = 0
+    tried_late = 0
     for value, bound in sorted(bounds.by_domain.items(), key=lambda item: item[1]):
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any later one (sorted by bound) can beat the best plan
-        if deadline - time.perf_counter() <= 0:
+        late = deadline - time.perf_counter() <= 0
+        if late and (best is not None or tried_late >= _LATE_GREEDY_DOMAINS):
             proven = False
-            break
+            break  # out of time, with a plan in hand or after a few greedy tries
+        tried_late += late
         sub = problem.restricted({n for n in problem.nodes if problem.key_value(n, scope.key) == value})
         sub_hint = topology_greedy(sub, spans_first=True)
         if sub_hint is not None and evaluate(sub, sub_hint) == bound:
             found: Counts | None = sub_hint
+        elif late:
+            # Past the deadline without any plan: greedy only (cheap) until one domain yields a plan.
+            proven, found = False, sub_hint
         else:
             outcome, exact = _model(sub, sub_hint, bound, deadline=deadline, options=options)
             models += 1
