@@ -84,3 +84,25 @@ def test_podgang_reaches_running_once_its_guaranteed_pods_run() -> None:
     worker.run_once()
     status = h.store.podgang("default/g").status
     assert status is not None and status.phase == "Running"
+
+
+def test_a_change_of_leadership_drops_plans_and_reservations() -> None:
+    class Flag:
+        def __init__(self) -> None:
+            self.leader = True
+
+        def is_leader(self) -> bool:
+            return self.leader
+
+    flag = Flag()
+    p = pod("solo", gpus=8)
+    h = harness(nodes=NODES, pods=[p], leadership=flag)
+    worker = BackgroundWorker(h.coordinator)
+    client = SyncClient(h.app)
+    assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
+    assert h.coordinator.ledger.book.count() == 1
+    flag.leader = False
+    worker.run_once()  # the worker notices without any request arriving
+    assert h.coordinator.ledger.book.count() == 0 and h.coordinator.debug_gangs() == []
+    flag.leader = True
+    assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
