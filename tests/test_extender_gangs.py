@@ -90,6 +90,7 @@ def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
         status = h.store.podgang("default/g").status
         assert status is not None and status.phase == "Starting"
         assert [c.type for c in status.conditions] == ["Scheduled"]
+        assert [(e.kind, e.name, e.reason) for e in h.writer.events] == [("PodGang", "g", "Scheduled")]
 
     run(main)
 

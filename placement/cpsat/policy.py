@@ -18,7 +18,7 @@ whether it was proven best.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placement.bounds import Bounds, gang_bounds
 from placement.cpsat.solver import solve_model
@@ -45,7 +45,20 @@ class _Plan:
 
 
 def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
-    """Plan the guaranteed pods (the model never sees the extras), then add extras where they fit."""
+    """Plan the guaranteed pods (the model never sees the extras), then add extras where they fit.
+
+    When there are extras, first try to plan every pod as if all were guaranteed: if that fits, the whole gang
+    is packed together (extras added afterwards would have to go wherever the guaranteed plan left room).
+    """
+    deadline = time.perf_counter() + options.time_limit_seconds
+    if any(g.extras for g in problem.groups):
+        whole = problem.requiring([len(g.pods) for g in problem.groups])
+        attempt = replace(options, time_limit_seconds=options.time_limit_seconds / 2)
+        everything = _solve_guaranteed(whole, attempt)
+        if isinstance(everything, _Plan):
+            solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
+            return planned(problem, everything.counts, solver=solver)
+        options = replace(options, time_limit_seconds=max(0.01, deadline - time.perf_counter()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found

@@ -66,6 +66,7 @@ class _Decision:
     node: str | None = None
     reason: str = ""
     replan: bool = False
+    force: bool = False  # the plan itself is wrong (not merely missing or stale): re-plan even if it looks current
 
 
 class Coordinator:
@@ -126,7 +127,7 @@ class Coordinator:
         ref = gang_ref_of(pod)
         decision = self._decide(ref, pod.key, candidates)
         if decision.replan:
-            await asyncio.to_thread(self.planner.plan, ref, request_pod=pod, force=True)
+            await asyncio.to_thread(self.planner.plan, ref, request_pod=pod, force=decision.force)
             decision = self._decide(ref, pod.key, candidates, may_replan=False)
         if decision.node is None:
             return _refuse(args, candidates, decision.reason)
@@ -196,7 +197,7 @@ class Coordinator:
             if node is None:
                 # A member that appeared after the plan (or a best-effort extra that did not fit).
                 reason = record.reason or f"gang {ref.key}: pod {pod_key} has no place in the current plan"
-                return _Decision(replan=may_replan and pod_key not in record.fixed, reason=reason)
+                return _Decision(replan=may_replan and pod_key not in record.fixed, force=True, reason=reason)
             if node not in candidates:
                 group = record.groups.get(pod_key, "")
                 until = self._clock() + self.config.reservation_ttl_seconds
@@ -204,11 +205,14 @@ class Coordinator:
                 self.metrics.replans.labels("node_refused").inc()
                 return _Decision(
                     replan=may_replan,
+                    force=True,
                     reason=f"gang {ref.key}: planned node {node} was refused by kube-scheduler's filters",
                 )
             if not self._still_fits(node):
                 self.metrics.replans.labels("cluster_changed").inc()
-                return _Decision(replan=may_replan, reason=f"gang {ref.key}: node {node} no longer fits the plan")
+                return _Decision(
+                    replan=may_replan, force=True, reason=f"gang {ref.key}: node {node} no longer fits the plan"
+                )
             return _Decision(node=node)
 
     def _still_fits(self, node_name: str) -> bool:
