@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis everywhere: no per-example deadline (a loaded 2-core machine makes any deadline a coin toss). On CI
+# (``CI=true``) examples are derived from each test, not drawn at random, so a failure there reproduces exactly, and
+# the database is off so nothing carries over between runs. Tests' own ``max_examples`` stay modest.
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
