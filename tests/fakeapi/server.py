@@ -152,8 +152,9 @@ class FakeApiServer:
             self._delays.append((method, re.compile(path), seconds))
 
     def gate(self, method: str, path: str, parties: int) -> None:
-        """Hold the next ``parties`` matching requests until all have arrived, then serve them: two clients are
-        guaranteed to read the same state before either writes. One-shot. The wait is long (``GATE_SECONDS``): the
+        """Hold the next ``parties`` matching requests until all have arrived, then serve them (in any order). Gate
+        writes to be sure several clients read the same state before any write lands; a gate on reads only says
+        they arrived together, not that both were served before one client went on to write. One-shot. The wait is long (``GATE_SECONDS``): the
         other party will come, however loaded the machine is."""
         with self.store.cond:
             self._gates.append((method, re.compile(path), threading.Barrier(parties, timeout=GATE_SECONDS)))
