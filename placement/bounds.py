@@ -12,6 +12,7 @@ required pack are searched.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -59,7 +60,8 @@ def tier_bounds(problem: Problem, nodes: Ints | None = None) -> tuple[int, ...] 
     if problem.fresh_level is not None:
         k = spans[problem.span_levels.index(problem.fresh_level)]
         fresh.append(_fresh_domains(needs, arrays.level_ids[problem.fresh_level], arrays.fresh_domain_mask(), idx, k))
-    fresh.append(_fresh_nodes(problem, needs, idx, spans[0] if spans else None))
+    coarse = _fresh_nodes(problem, needs, idx, spans[0] if spans else None)
+    fresh.append(max(coarse, _fresh_nodes_by_set(problem, needs, idx, spans, fresh[:-1] if fresh else [], coarse)))
     pods = [len(g.pods) for g in problem.groups]
     room = [int(arrays.cap[g][idx].sum()) for g in range(len(pods))]
     missing = sum(p - min(p, r) for p, r in zip(pods, room, strict=True))
@@ -172,3 +174,61 @@ def _fresh_nodes(problem: Problem, needs: list[_Need], idx: Ints, k: int | None)
         count = fewest_to_cover(cap[fresh], amount - cheap)
         best = max(best, count if count is not None else 0)
     return best
+
+
+_MAX_SETS = 400  # sets of narrowest domains examined for the exact best-fit bound; beyond it the coarse one stands
+
+
+def _fresh_nodes_by_set(
+    problem: Problem, needs: list[_Need], idx: Ints, spans: list[int], fresh_domains: list[int], coarse: int
+) -> int:
+    """Wholly free nodes a plan must break into, given that it uses exactly ``spans[0]`` narrowest domains,
+    touches the bounded number of broader domains and of wholly free narrow ones (the tiers above at their
+    bounds): the least over every such set of domains that holds each need. Exact for the relaxation, where
+    :func:`_fresh_nodes` pools the best partly used room of any domains, even ones that cannot go together."""
+    if not spans or not problem.span_levels:
+        return coarse
+    arrays = problem.arrays
+    level = problem.span_levels[0]
+    ids = arrays.level_ids[level][idx]
+    domains = np.unique(ids)
+    k = spans[0]
+    if k == 0 or k > len(domains) or math.comb(len(domains), k) > _MAX_SETS:
+        return coarse
+    fresh = arrays.fresh[idx]
+    # Group the nodes by domain once (a stable sort), then per domain and need: partly used room, and the free
+    # nodes' capacities, largest first.
+    order = np.argsort(ids, kind="stable")
+    edges = [*np.searchsorted(ids[order], domains).tolist(), len(ids)]
+    caps = [cap[idx][order] for cap, _ in needs]
+    fresh_sorted = fresh[order]
+    partly: list[list[int]] = []
+    whole: list[list[Ints]] = []
+    for begin, end in itertools.pairwise(edges):
+        inside = fresh_sorted[begin:end]
+        partly.append([int(c[begin:end][~inside].sum()) for c in caps])
+        whole.append([np.sort(c[begin:end][inside])[::-1] for c in caps])
+    broader = [arrays.level_ids[lv][idx][order] for lv in problem.span_levels[1:]]
+    parents = [tuple(int(b[begin]) for b in broader) for begin in edges[:-1]]
+    fresh_mask = arrays.fresh_domain_mask() if problem.fresh_level == level else None
+    best: int | None = None
+    for combo in itertools.combinations(range(len(domains)), k):
+        if any(len({parents[i][j] for i in combo}) != spans[1 + j] for j in range(len(broader))):
+            continue  # a set that spans more broader domains than the bound is already worse
+        if (
+            fresh_mask is not None
+            and fresh_domains
+            and sum(bool(fresh_mask[domains[i]]) for i in combo) != fresh_domains[0]
+        ):
+            continue
+        worst = 0
+        for n, (_, amount) in enumerate(needs):
+            rest = amount - sum(partly[i][n] for i in combo)
+            count = fewest_to_cover(np.concatenate([whole[i][n] for i in combo]), rest)
+            if count is None:
+                worst = -1
+                break
+            worst = max(worst, count)
+        if worst >= 0 and (best is None or worst < best):
+            best = worst
+    return coarse if best is None else best

@@ -26,6 +26,13 @@ def planned(
     """A result carrying ``counts`` as a pod → node assignment, its objective tiers and its placementScore.
     ``bounds`` are the tier bounds when the caller already has them; ``solver`` adds solver figures."""
     values = evaluate(problem, counts)
+    assignment = assignment_of(problem, counts)
+    placed = [0] * len(problem.groups)
+    for (g, _), c in counts.items():
+        placed[g] += c
+    if any(n > g.min for n, g in zip(placed, problem.groups, strict=True)):
+        bounds = None  # extras ran: score against the best placement of as many pods, not of the minimum
+        problem = problem.requiring(placed)
     if bounds is None:
         found = gang_bounds(problem)
         # A pod-by-pod baseline may place a gang no single required domain could hold; score it against the
@@ -33,11 +40,11 @@ def planned(
         bounds = tier_bounds(problem) if found is None else found.per_tier
     parts: dict[str, float] = dict(zip(tier_names(problem), map(float, values), strict=True))
     parts.update(solver or {})
-    placed = any(c > 0 for c in counts.values())
-    score = placement_score(values, bounds) if (placed or status == Status.PLACED) and bounds is not None else None
+    scored = any(placed) or status == Status.PLACED
+    score = placement_score(values, bounds) if scored and bounds is not None else None
     return Result(
         status=status,
-        assignment=assignment_of(problem, counts),
+        assignment=assignment,
         placement_score=score,
         objective_parts=parts,
         bound=bound,

@@ -8,7 +8,7 @@ group one node holds on its own, which domain a node is in at each level, and wh
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -145,11 +145,21 @@ class Problem:
     def guaranteed(self) -> Problem:
         """The same problem with each group cut down to its ``minReplicas`` pods: what the gang guarantee is
         planned on, before best-effort extras are added where they fit."""
+        return self._regrouped(tuple(replace(g, pods=g.pods[: g.min]) for g in self.groups))
+
+    def requiring(self, placed: Sequence[int]) -> Problem:
+        """The same problem asking for exactly ``placed[g]`` pods of each group: what a plan that placed that
+        many is scored against (extras included, so a plan is not marked down for running more pods)."""
+        return self._regrouped(
+            tuple(replace(g, pods=g.pods[:n], min=n) for g, n in zip(self.groups, placed, strict=True))
+        )
+
+    def _regrouped(self, groups: tuple[Group, ...]) -> Problem:
         twin = copy.copy(self)
-        twin.groups = tuple(replace(g, pods=g.pods[: g.min]) for g in self.groups)
+        twin.groups = groups
         twin.__dict__.pop("arrays", None)
         if "arrays" in self.__dict__:
-            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
+            twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)  # same nodes; fresh bound caches
         return twin
 
     @property

@@ -15,6 +15,7 @@ Gang policies return an empty assignment unless the whole gang fits.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,6 +27,7 @@ from placement.request import ClusterView, GangRequest, Result, SolveOptions, St
 
 __all__ = ["POLICIES", "solve"]
 
+log = logging.getLogger(__name__)
 _MARGIN = 0.1  # share of the time limit kept back for building the result
 
 POLICIES: dict[str, Callable[[Problem, SolveOptions], Result]] = {
@@ -54,4 +56,14 @@ def solve(request: GangRequest, view: ClusterView, options: SolveOptions | None 
     spent = time.perf_counter() - started
     budget = max(0.01, options.time_limit_seconds - spent - _MARGIN * options.time_limit_seconds)
     result = policy(problem, replace(options, time_limit_seconds=budget))
-    return replace(result, solve_seconds=time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    log.debug(
+        "solved gang=%s policy=%s status=%s pods=%d score=%s seconds=%.4f",
+        request.key,
+        options.policy,
+        result.status.value,
+        len(result.assignment),
+        result.placement_score,
+        seconds,
+    )
+    return replace(result, solve_seconds=seconds)

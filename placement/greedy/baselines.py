@@ -109,8 +109,13 @@ def gang_best_fit(problem: Problem, options: SolveOptions) -> Result:
 
 
 def topology_greedy_policy(problem: Problem, options: SolveOptions) -> Result:
-    """Guaranteed pods by the topology greedy, then extras where they fit (as ``cpsat`` adds them)."""
+    """The whole gang if it fits as one, else guaranteed pods by the topology greedy and then extras where they
+    fit (as ``cpsat`` does)."""
     reason = relaxation_reason(problem)
+    if reason is None and any(g.extras for g in problem.groups):
+        whole = topology_greedy(problem.requiring([len(g.pods) for g in problem.groups]))
+        if whole is not None:  # every pod fits as one gang: pack them together, as cpsat does
+            return planned(problem, whole)
     plan = topology_greedy(problem.guaranteed()) if reason is None else None
     if plan is None:
         return refused(reason or f"topology-greedy found no domain to hold the gang ({explain_infeasible(problem)})")

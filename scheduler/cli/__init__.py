@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from . import (
     bench,
+    plan,
     reconcile,
     record,
     serve,
@@ -23,6 +24,7 @@ COMMANDS: tuple[Registrar, ...] = (
     reconcile.register,
     record.register,
     bench.register,
+    plan.register,
 )
 
 
