@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
@@ -44,6 +45,14 @@ _JSON = "application/json"
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class _Verb:
+    name: str
+    model: type[BaseModel]
+    call: Callable[[Any], Awaitable[BaseModel]]
+    on_failure: Callable[[str], BaseModel]
 
 
 class _BadRequest(Exception):
@@ -118,71 +127,46 @@ def create_app(
     metrics = _Metrics(registry)
     app = FastAPI(title="grove-extender", docs_url=None, redoc_url=None, openapi_url=None)
 
-    async def serve(
-        request: Request,
-        *,
-        verb: str,
-        model: type[ArgsT],
-        call: Callable[[ArgsT], Awaitable[BaseModel]],
-        on_failure: Callable[[str], BaseModel],
-    ) -> Response:
-        started = time.perf_counter()
-        try:
-            args = _decode(model, await _read_body(request, max_body_bytes), verb)
-        except _BadRequest as bad:
-            metrics.rejected.labels(verb, "bad_request").inc()
-            log.info("rejected request verb=%s status=%d reason=%s", verb, bad.status, bad.message)
-            return JSONResponse({"Error": bad.message}, status_code=bad.status)
-        try:
-            reply = await call(args)
-        except Exception as err:
-            # Anything unexpected still gets a well-formed reply kube-scheduler understands (and retries on).
-            log.exception("extender failed verb=%s", verb)
-            metrics.rejected.labels(verb, "internal").inc()
-            reply = on_failure(f"grove-extender {verb}: internal error: {type(err).__name__}: {err}")
-        metrics.latency.labels(verb).observe(time.perf_counter() - started)
-        return _json(reply)
+    def endpoint(verb: _Verb) -> Callable[[Request], Awaitable[Response]]:
+        latency = metrics.latency.labels(verb.name)
+        rejected = metrics.rejected.labels(verb.name, "bad_request")
+        failed = metrics.rejected.labels(verb.name, "internal")
+
+        async def serve(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                args = _decode(verb.model, await _read_body(request, max_body_bytes), verb.name)
+            except _BadRequest as bad:
+                rejected.inc()
+                log.info("rejected request verb=%s status=%d reason=%s", verb.name, bad.status, bad.message)
+                return JSONResponse({"Error": bad.message}, status_code=bad.status)
+            try:
+                reply = await verb.call(args)
+            except Exception as err:
+                # Anything unexpected still gets a well-formed reply kube-scheduler understands (and retries on).
+                log.exception("extender failed verb=%s", verb.name)
+                failed.inc()
+                reply = verb.on_failure(f"grove-extender {verb.name}: internal error: {type(err).__name__}: {err}")
+            latency.observe(time.perf_counter() - started)
+            return _json(reply)
+
+        return serve
 
     async def prioritize(args: ExtenderArgs) -> BaseModel:
         return HostPriorityList(list(await extender.prioritize(args)))
 
-    def zero_scores(_: str) -> BaseModel:
-        return HostPriorityList([])
-
-    @app.post("/filter")
-    async def filter_verb(request: Request) -> Response:
-        return await serve(
-            request,
-            verb="filter",
-            model=ExtenderArgs,
-            call=extender.filter,
-            on_failure=lambda message: ExtenderFilterResult(Error=message),
-        )
-
-    @app.post("/prioritize")
-    async def prioritize_verb(request: Request) -> Response:
-        return await serve(request, verb="prioritize", model=ExtenderArgs, call=prioritize, on_failure=zero_scores)
-
-    @app.post("/bind")
-    async def bind_verb(request: Request) -> Response:
-        return await serve(
-            request,
-            verb="bind",
-            model=ExtenderBindingArgs,
-            call=extender.bind,
-            on_failure=lambda message: ExtenderBindingResult(Error=message),
-        )
-
-    @app.post("/preempt")
-    async def preempt_verb(request: Request) -> Response:
-        # On failure propose no node: kube-scheduler then preempts nothing, which can never break a gang.
-        return await serve(
-            request,
-            verb="preempt",
-            model=ExtenderPreemptionArgs,
-            call=extender.preempt,
-            on_failure=lambda _: ExtenderPreemptionResult(),
-        )
+    verbs = (
+        _Verb("filter", ExtenderArgs, extender.filter, lambda message: ExtenderFilterResult(Error=message)),
+        # prioritize has no error field: score nothing, which leaves kube-scheduler's own scores in charge.
+        _Verb("prioritize", ExtenderArgs, prioritize, lambda _: HostPriorityList([])),
+        _Verb("bind", ExtenderBindingArgs, extender.bind, lambda message: ExtenderBindingResult(Error=message)),
+        # preempt proposes no node on failure: kube-scheduler then preempts nothing, which can never break a gang.
+        _Verb("preempt", ExtenderPreemptionArgs, extender.preempt, lambda _: ExtenderPreemptionResult()),
+    )
+    for verb in verbs:
+        # Plain routes, not FastAPI operations: the body is decoded here, so FastAPI's dependency and validation
+        # machinery would only add time to kube-scheduler's critical path.
+        app.add_route(f"/{verb.name}", endpoint(verb), methods=["POST"])
 
     @app.get("/healthz")
     async def healthz() -> Response:

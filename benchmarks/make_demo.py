@@ -241,11 +241,27 @@ class GroveGang:
         if self.group_configs:
             spec["topologyConstraintGroupConfigs"] = self.group_configs
         created = self.demo.stamp(self.created)
+        # Grove's CRD makes every metav1.Condition field but observedGeneration required: an API server would
+        # refuse a status without reason and message, so a snapshot must not hold one either.
         conditions = [
-            {"type": "Initialized", "status": "True", "reason": "PodGangPodsCreated", "lastTransitionTime": created}
+            {
+                "type": "Initialized",
+                "status": "True",
+                "reason": "PodGangPodsCreated",
+                "message": "all pods of the PodGang have been created",
+                "lastTransitionTime": created,
+            }
         ]
         if running:
-            conditions.append({"type": "Scheduled", "status": "True", "lastTransitionTime": created})
+            conditions.append(
+                {
+                    "type": "Scheduled",
+                    "status": "True",
+                    "reason": "GuaranteedPodsBound",
+                    "message": "every guaranteed pod is bound to its planned node",
+                    "lastTransitionTime": created,
+                }
+            )
         self.demo.items.append(
             {
                 "apiVersion": "scheduler.grove.io/v1alpha1",

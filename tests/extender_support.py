@@ -20,6 +20,7 @@ from api.kube import Node, Pod
 from placement import solve
 from scheduler.cluster_writer import InMemoryClusterWriter
 from scheduler.coordinator import Coordinator, CoordinatorConfig, Solver
+from scheduler.leadership import Leadership
 from scheduler.snapshot import Snapshot
 from scheduler.state import ClusterStore, load_snapshot_into
 
@@ -140,6 +141,7 @@ def harness(
     barrier_timeout: float = 2.0,
     solver: Solver | None = None,
     store: ClusterStore | None = None,
+    leadership: Leadership | None = None,
 ) -> Harness:
     if store is None:
         store = ClusterStore()
@@ -151,6 +153,7 @@ def harness(
         writer=writer,
         solver=solver or solve,
         config=CoordinatorConfig(barrier_timeout_seconds=barrier_timeout),
+        leadership=leadership,
         clock=clock,
     )
     app = create_app(coordinator, registry=coordinator.registry)

@@ -51,7 +51,7 @@ def test_metrics_by_hand() -> None:
     assert m["meanDomainsSpanned"] == pytest.approx(4 / 3, abs=1e-3)
     # Decisions: A at 0, C at 20, B at 100 (at 10 and 50 only 4 GPUs were free: skipped without asking).
     assert m["decisions"] == 3
-    assert m["placementScoreMean"] == 1.0
+    assert m["placementScoreMean"] == m["placementScoreP10"] == m["placementScoreP50"] == 1.0
 
 
 def test_waits_of_gangs_that_never_start_are_censored_at_the_horizon() -> None:

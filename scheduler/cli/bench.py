@@ -46,6 +46,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--horizon-seconds", type=float, help="measured window (default: the last arrival)")
     parser.add_argument("--time-limit", type=float, help="solver time limit per decision, seconds")
     parser.add_argument(
+        "--workers",
+        type=int,
+        help="CP-SAT workers (default: the solver's); 1 makes cpsat replays repeatable unless a solve times out",
+    )
+    parser.add_argument(
         "--direct",
         action="store_true",
         help="call placement.solve directly for gang policies too, instead of going through the gang coordinator",
@@ -57,10 +62,14 @@ def _step(policy: str, *, snapshot: Snapshot, topology: Topology, args: argparse
     """Gang policies go through the coordinator ``serve`` uses; pod-by-pod baselines model kube-scheduler alone
     (no extender), so they call their policy directly."""
     if policy in POD_BY_POD or args.direct:
-        return SolveStep(policy=policy, topology=topology, time_limit_seconds=args.time_limit)
+        return SolveStep(policy=policy, topology=topology, time_limit_seconds=args.time_limit, workers=args.workers)
     background = [pod for pod in snapshot.pods if holds_capacity(pod)]
     return CoordinatorStep(
-        policy=policy, nodes=snapshot.nodes, background=background, time_limit_seconds=args.time_limit
+        policy=policy,
+        nodes=snapshot.nodes,
+        background=background,
+        time_limit_seconds=args.time_limit,
+        workers=args.workers,
     )
 
 

@@ -12,6 +12,7 @@ replica that acts (``scheduler.kube.live``).
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Sequence
@@ -142,6 +143,8 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
         store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=config, levels=levels
     )
     load_snapshot_into(store, snapshot)
+    # The loaded cluster lives as long as the process: keep the collector from re-scanning it on the hot path.
+    gc.freeze()
     service.worker.start()
     log.info("serving snapshot=%s host=%s port=%d", args.snapshot, args.host, args.port)
     try:

@@ -51,6 +51,7 @@ class Binder:
         self._timeout = barrier_timeout_seconds
         self._ttl = reservation_ttl_seconds
         self.barrier = BindBarrier()
+        self._inline = bool(getattr(writer, "inline", False))
         self._background: set[asyncio.Task[None]] = set()
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
@@ -105,7 +106,13 @@ class Binder:
         return all(len(group.bound()) + arrived.get(group.name, 0) >= group.min_replicas for group in members.groups)
 
     async def _release(self, ref: GangRef, taken: list[Arrival]) -> None:
-        outcomes = await asyncio.gather(*(asyncio.to_thread(self._bind_one, arrival) for arrival in taken))
+        if self._inline:
+            outcomes = []
+            for arrival in taken:
+                outcomes.append(self._bind_one(arrival))
+                await asyncio.sleep(0)  # let a waiting filter in between: it is on kube-scheduler's critical path
+        else:
+            outcomes = list(await asyncio.gather(*(asyncio.to_thread(self._bind_one, arrival) for arrival in taken)))
         failed = [arrival.pod for arrival, outcome in zip(taken, outcomes, strict=True) if outcome]
         with self._ledger.lock:
             record = self._ledger.records.get(ref.key)
@@ -148,6 +155,9 @@ class Binder:
                 record.fixed.pop(key, None)
                 if record.state is GangState.BINDING and not record.fixed:
                     record.state = GangState.PLANNED
+                elif record.state is GangState.INFEASIBLE:
+                    # It may have been infeasible only around members held at the barrier: look again.
+                    record.dirty = True
         self._metrics.barrier_timeouts.inc()
         members = gang_members(self._store, ref)
         missing = ""
@@ -169,13 +179,31 @@ class Binder:
         podgang = self._store.podgang(ref.key)
         if podgang is None:
             return
+        await asyncio.sleep(0)
         status = scheduled_status(podgang, placement_score=score, now=self._wall_clock())
+        await self._write(
+            "status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
+        )
+        await self._write(
+            "event",
+            self._writer.record_event,
+            namespace=ref.namespace,
+            kind="PodGang",
+            name=ref.name,
+            uid=podgang.metadata.uid,
+            reason="Scheduled",
+            message=f"every guaranteed pod bound (placementScore {score})",
+        )
+
+    async def _write(self, what: str, write: Callable[..., None], **kwargs: Any) -> None:
+        """A best-effort write after the binds were answered: logged, never raised."""
         try:
-            await asyncio.to_thread(
-                self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
-            )
+            if self._inline:
+                write(**kwargs)
+            else:
+                await asyncio.to_thread(write, **kwargs)
         except WriteError as err:
-            log.warning("podgang status not written gang=%s error=%s", ref.key, err)
+            log.warning("podgang %s not written gang=%s/%s error=%s", what, kwargs["namespace"], kwargs["name"], err)
 
     def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)

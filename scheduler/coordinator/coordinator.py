@@ -39,6 +39,7 @@ from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import Solver
 from scheduler.coordinator.planning import Planner, PlanningConfig
 from scheduler.coordinator.preemption import vetoed_nodes
+from scheduler.coordinator.reservations import ReservationBook
 from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.state.store import ClusterStore
@@ -66,6 +67,7 @@ class _Decision:
     node: str | None = None
     reason: str = ""
     replan: bool = False
+    force: bool = False  # the plan itself is wrong (not merely missing or stale): re-plan even if it looks current
 
 
 class Coordinator:
@@ -90,6 +92,7 @@ class Coordinator:
         self.ledger = Ledger()
         self.store = store
         self._leadership = leadership or AlwaysLeader()
+        self._leading_before = False
         self._clock = clock
         self.planner = Planner(
             store=store,
@@ -118,7 +121,7 @@ class Coordinator:
 
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         candidates = args.candidate_names()
-        if not self._leadership.is_leader():
+        if not self.leading():
             return ExtenderFilterResult(Error=NOT_LEADER)
         pod = self.store.pod(args.Pod.key) or args.Pod
         if pod.spec.nodeName:
@@ -126,7 +129,7 @@ class Coordinator:
         ref = gang_ref_of(pod)
         decision = self._decide(ref, pod.key, candidates)
         if decision.replan:
-            await asyncio.to_thread(self.planner.plan, ref, request_pod=pod, force=True)
+            await asyncio.to_thread(self.planner.plan, ref, request_pod=pod, force=decision.force)
             decision = self._decide(ref, pod.key, candidates, may_replan=False)
         if decision.node is None:
             return _refuse(args, candidates, decision.reason)
@@ -139,7 +142,7 @@ class Coordinator:
         return [HostPriority(Host=name, Score=10 if name == planned else 0) for name in args.candidate_names()]
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
-        if not self._leadership.is_leader():
+        if not self.leading():
             return ExtenderBindingResult(Error=NOT_LEADER)
         return await self.binder.bind(args)
 
@@ -179,8 +182,24 @@ class Coordinator:
 
     def plan(self, ref: GangRef) -> None:
         """Plan the gang now if it has no usable decision (the background worker's entry point)."""
-        if self._leadership.is_leader():
+        if self.leading():
             self.planner.plan(ref)
+
+    def leading(self) -> bool:
+        """Whether this replica leads now. On any change of leadership the plans and reservations are dropped:
+        another leader may have acted meanwhile, and only the API's state (bound pods) carries across terms."""
+        leading = self._leadership.is_leader()
+        with self.ledger.lock:
+            changed = leading != self._leading_before
+            self._leading_before = leading
+            if changed:
+                dropped = len(self.ledger.records)
+                self.ledger.records.clear()
+                self.ledger.book = ReservationBook()
+                self.ledger.epoch += 1
+        if changed:
+            log.info("leadership changed leading=%s plans_dropped=%d", leading, dropped)
+        return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
 
@@ -196,7 +215,7 @@ class Coordinator:
             if node is None:
                 # A member that appeared after the plan (or a best-effort extra that did not fit).
                 reason = record.reason or f"gang {ref.key}: pod {pod_key} has no place in the current plan"
-                return _Decision(replan=may_replan and pod_key not in record.fixed, reason=reason)
+                return _Decision(replan=may_replan and pod_key not in record.fixed, force=True, reason=reason)
             if node not in candidates:
                 group = record.groups.get(pod_key, "")
                 until = self._clock() + self.config.reservation_ttl_seconds
@@ -204,11 +223,14 @@ class Coordinator:
                 self.metrics.replans.labels("node_refused").inc()
                 return _Decision(
                     replan=may_replan,
+                    force=True,
                     reason=f"gang {ref.key}: planned node {node} was refused by kube-scheduler's filters",
                 )
             if not self._still_fits(node):
                 self.metrics.replans.labels("cluster_changed").inc()
-                return _Decision(replan=may_replan, reason=f"gang {ref.key}: node {node} no longer fits the plan")
+                return _Decision(
+                    replan=may_replan, force=True, reason=f"gang {ref.key}: node {node} no longer fits the plan"
+                )
             return _Decision(node=node)
 
     def _still_fits(self, node_name: str) -> bool:

@@ -15,14 +15,13 @@ from collections.abc import Mapping, Sequence
 
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult
 from api.kube import Node, Pod
-from placement import GangRequest, GroupRequest, SolveOptions, solve
+from placement import GangRequest, GroupRequest, solve
 from scheduler.cluster_writer import InMemoryClusterWriter
 from scheduler.coordinator import Coordinator, CoordinatorConfig
 from scheduler.replay.decision import Decision, Free
+from scheduler.replay.solve_step import solve_options
 from scheduler.replay.workload import ReplayGang
 from scheduler.state.store import ClusterStore
-
-BARRIER_TIMEOUT_SECONDS = 0.5
 
 
 class CoordinatorStep:
@@ -37,9 +36,9 @@ class CoordinatorStep:
         nodes: Sequence[Node],
         background: Sequence[Pod] = (),
         time_limit_seconds: float | None = None,
+        workers: int | None = None,
     ) -> None:
-        defaults = SolveOptions(policy=policy)
-        limit = defaults.time_limit_seconds if time_limit_seconds is None else time_limit_seconds
+        options = solve_options(policy, time_limit_seconds=time_limit_seconds, workers=workers)
         self.store = ClusterStore()
         self.store.replace("Node", list(nodes))
         self.store.replace("Pod", list(background))
@@ -50,12 +49,9 @@ class CoordinatorStep:
             store=self.store,
             writer=self.writer,
             solver=solve,
-            # A barrier only times out here when a member was refused after others were accepted; a short
-            # timeout keeps such a refusal from stalling the replay (the outcome, nothing bound, is the same).
-            config=CoordinatorConfig(
-                barrier_timeout_seconds=BARRIER_TIMEOUT_SECONDS,
-                solve=SolveOptions(policy=policy, time_limit_seconds=limit),
-            ),
+            # The production barrier timeout: members reach bind one filter apart, and on a loaded machine a
+            # shorter one would refuse gangs serve would bind.
+            config=CoordinatorConfig(solve=options),
         )
         self._names = [node.name for node in nodes]
         self._loop = asyncio.new_event_loop()

@@ -41,6 +41,7 @@ class GangRun:
     placement_score: float | None = None
     decisions: int = 0
     probe: bool | None = None  # the engine's probe, asked on the free view of the first decision that binds
+    _remaining: tuple[int, GangRequest] | None = field(default=None, repr=False)
 
     @property
     def bound_gpus(self) -> int:
@@ -49,12 +50,16 @@ class GangRun:
 
     def remaining(self) -> GangRequest:
         """The gang's still-unbound pods, each group's ``minReplicas`` lowered by the pods already bound."""
+        if self._remaining is not None and self._remaining[0] == len(self.bound):
+            return self._remaining[1]  # pods are only ever added to ``bound`` while the gang waits
         groups = []
         for group in self.gang.request.groups:
             placed = sum(1 for pod in group.pods if pod in self.bound)
             pods = tuple(pod for pod in group.pods if pod not in self.bound)
             groups.append(replace(group, pods=pods, min_replicas=max(0, group.min_replicas - placed)))
-        return replace(self.gang.request, groups=tuple(groups))
+        request = replace(self.gang.request, groups=tuple(groups))
+        self._remaining = (len(self.bound), request)
+        return request
 
     def guaranteed_met(self) -> bool:
         return all(
@@ -101,6 +106,7 @@ class _Replay:
         self.running_gpus = 0
         self.fragmented = 0
         self.now = 0.0
+        self._gpu_cache: dict[tuple[frozenset[str] | None, bool], int] = {}
         self.events: list[tuple[float, int, int]] = [
             (gang.arrival, _ARRIVAL, i) for i, gang in enumerate(workload.gangs)
         ]
@@ -127,25 +133,40 @@ class _Replay:
         run = self.runs[index]
         for pod in run.bound:
             self.ledger.release(pod)
+        self._gpu_cache.clear()
         self.running_gpus -= run.bound_gpus
         run.end = self.now
         self.step.completed(run.gang)
 
     def _may_fit(self, request: GangRequest) -> bool:
-        free = self.ledger.free_gpus
-        if self.step.all_or_nothing:
-            for group in request.groups:
-                need = group.min_replicas * group.demand.get(GPU, 0)
-                if need == 0:
-                    continue
-                nodes = group.eligible if group.eligible is not None else self.ledger.allocatable
-                if sum(free(node) for node in nodes if node in self.ledger.allocatable) < need:
+        """A necessary condition, the same for every policy: all-or-nothing — each group's guaranteed GPUs are
+        free on its eligible nodes; pod by pod — some eligible node has room for one pod of some group."""
+        for group in request.groups:
+            gpus = group.demand.get(GPU, 0)
+            if not group.pods:
+                continue
+            if gpus == 0:
+                if not self.step.all_or_nothing:
+                    return True
+                continue
+            if self.step.all_or_nothing:
+                if self._eligible_gpus(group.eligible, largest=False) < group.min_replicas * gpus:
                     return False
-            return True
-        needs = [group.demand.get(GPU, 0) for group in request.groups if group.pods]
-        if not needs or min(needs) == 0:
-            return bool(needs)
-        return max(free(node) for node in self.ledger.allocatable) >= min(needs)
+            elif self._eligible_gpus(group.eligible, largest=True) >= gpus:
+                return True
+        return self.step.all_or_nothing
+
+    def _eligible_gpus(self, eligible: frozenset[str] | None, *, largest: bool) -> int:
+        """Free GPUs over ``eligible`` nodes (all when None): their sum, or the largest on one node. Cached until
+        the next bind or release, since many waiting gangs share their eligibility."""
+        key = (eligible, largest)
+        cached = self._gpu_cache.get(key)
+        if cached is None:
+            nodes = self.ledger.allocatable if eligible is None else eligible
+            counts = [self.ledger.free_gpus(node) for node in nodes if node in self.ledger.allocatable]
+            cached = max(counts, default=0) if largest else sum(counts)
+            self._gpu_cache[key] = cached
+        return cached
 
     def try_place(self, index: int) -> None:
         run = self.runs[index]
@@ -165,6 +186,7 @@ class _Replay:
                 raise ValueError(f"gang {run.gang.key}: decision binds {pod}, which is not one of its pending pods")
             self.ledger.bind(pod=pod, node=node, demand=demand[pod])
             run.bound[pod] = node
+            self._gpu_cache.clear()
         if run.guaranteed_met():
             run.start = self.now
             run.placement_score = decision.placement_score

@@ -4,6 +4,7 @@ no policy (or adapter bug) can run a node past its allocatable without the repla
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 GPU = "nvidia.com/gpu"
 
@@ -19,6 +20,8 @@ class Ledger:
         self.allocatable: dict[str, dict[str, int]] = {node: dict(vector) for node, vector in allocatable.items()}
         self._free: dict[str, dict[str, int]] = {node: dict(vector) for node, vector in allocatable.items()}
         self._bound: dict[str, tuple[str, dict[str, int]]] = {}  # pod → (node, demand)
+        self._on_node: dict[str, set[str]] = {node: set() for node in allocatable}
+        self._touched: set[str] = set(allocatable)  # nodes changed since the last check
         self.capacity_gpus = sum(vector.get(GPU, 0) for vector in self.allocatable.values())
         self.used_gpus = 0
 
@@ -35,10 +38,14 @@ class Ledger:
         for name, amount in demand.items():
             free[name] -= amount
         self._bound[pod] = (node, dict(demand))
+        self._on_node[node].add(pod)
+        self._touched.add(node)
         self.used_gpus += demand.get(GPU, 0)
 
     def release(self, pod: str) -> None:
         node, demand = self._bound.pop(pod)
+        self._on_node[node].discard(pod)
+        self._touched.add(node)
         free = self._free[node]
         for name, amount in demand.items():
             free[name] += amount
@@ -48,21 +55,25 @@ class Ledger:
         bound = self._bound.get(pod)
         return bound[0] if bound else None
 
-    def free(self) -> dict[str, dict[str, int]]:
-        """A copy of the free units per node: the frozen view a decision is made on."""
-        return {node: dict(vector) for node, vector in self._free.items()}
+    def free(self) -> Mapping[str, Mapping[str, int]]:
+        """Free units per node: a read-only view of the live ledger, to be read before the next bind or release
+        (a decision reads it, then the engine applies the binds). Copy it to keep it."""
+        return MappingProxyType(self._free)
 
     def free_gpus(self, node: str) -> int:
         return self._free[node].get(GPU, 0)
 
     def check(self) -> None:
-        """Recount from the bound pods and compare: used + free = allocatable, nothing negative, on every node."""
-        used: dict[str, dict[str, int]] = {node: {} for node in self.allocatable}
-        for node, demand in self._bound.values():
-            for name, amount in demand.items():
-                used[node][name] = used[node].get(name, 0) + amount
-        for node, vector in self.allocatable.items():
-            for name in set(vector) | set(used[node]):
-                total, taken = vector.get(name, 0), used[node].get(name, 0)
+        """Recount every node changed since the last check from its bound pods: used + free = allocatable and
+        nothing over allocatable. Cheap enough to run at every event."""
+        for node in self._touched:
+            used: dict[str, int] = {}
+            for pod in self._on_node[node]:
+                for name, amount in self._bound[pod][1].items():
+                    used[name] = used.get(name, 0) + amount
+            vector = self.allocatable[node]
+            for name in set(vector) | set(used):
+                total, taken = vector.get(name, 0), used.get(name, 0)
                 if taken > total or self._free[node].get(name, 0) != total - taken:
                     raise OvercommitError(f"node {node}: {name} allocatable {total}, bound {taken}")
+        self._touched.clear()

@@ -17,7 +17,8 @@ Definitions (all over the window [0, horizon]):
   whose guaranteed GPUs are at most the largest domain's, free or not.
   ``meanDomainsSpanned``: NVLink domains touched by a started gang's GPU pods, averaged. ``oneLeafShare``: share
   of started GPU gangs inside one leaf switch, when the cluster has a leaf level.
-- ``placementScoreMean``: mean ``placementScore`` of the decisions that started gangs (policies that give one).
+- ``placementScoreMean`` (and ``placementScoreP10``/``P50``, the distribution's low tail and median):
+  ``placementScore`` of the decisions that started gangs (policies that give one).
 - ``decisionMedianMs``/``decisionP99Ms``: wall time of each call to the decision step.
 """
 
@@ -121,6 +122,8 @@ def summarise(outcome: ReplayOutcome, topology: Topology) -> dict[str, Any]:
         "meanDomainsSpanned": round(statistics.fmean(spans.values()), 3) if spans else None,
         "oneLeafShare": _share(sum(1 for n in leaf if n == 1), len(leaf)),
         "placementScoreMean": round(statistics.fmean(scores), 4) if scores else None,
+        "placementScoreP10": round(percentile(scores, 0.10), 4) if scores else None,
+        "placementScoreP50": round(percentile(scores, 0.50), 4) if scores else None,
         "decisions": len(ms),
         "decisionMedianMs": round(statistics.median(ms), 3) if ms else 0.0,
         "decisionP99Ms": round(percentile(ms, 0.99), 3),

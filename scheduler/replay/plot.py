@@ -24,7 +24,7 @@ def write_plot(runs: Sequence[Mapping[str, Any]], path: str | Path) -> None:
             top.step([p[0] / 3600 for p in points], [p[1] for p in points], where="post", label=name, linewidth=1)
         top.set_title(Path(str(run["snapshot"])).name)
         top.set_xlabel("hours")
-        top.set_ylabel("GPUs running gangs (share)")
+        top.set_ylabel("share of GPUs running gangs (any placement)")
         top.set_ylim(0, 1.02)
         top.legend(fontsize="small")
         names = list(policies)

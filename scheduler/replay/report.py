@@ -9,6 +9,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("gangsCompleted", "gangs done"),
     ("gpuHoursDelivered", "GPU-h delivered"),
     ("gpuHoursViolating", "GPU-h against required"),
+    ("gpuHoursHeld", "GPU-h held"),
     ("gpuHoursStranded", "GPU-h stranded"),
     ("utilisation", "util"),
     ("waitMeanSeconds", "wait mean s"),

@@ -18,16 +18,31 @@ log = logging.getLogger(__name__)
 POD_BY_POD = frozenset({"first-fit", "spread"})
 
 
+def solve_options(policy: str, *, time_limit_seconds: float | None, workers: int | None) -> SolveOptions:
+    """The policy's options, with the solver's own defaults wherever the bench does not override them."""
+    defaults = SolveOptions(policy=policy)
+    return SolveOptions(
+        policy=policy,
+        time_limit_seconds=defaults.time_limit_seconds if time_limit_seconds is None else time_limit_seconds,
+        workers=defaults.workers if workers is None else workers,
+    )
+
+
 class SolveStep:
     """``DecisionStep`` calling ``placement.solve`` with one policy."""
 
-    def __init__(self, *, policy: str, topology: Topology, time_limit_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        policy: str,
+        topology: Topology,
+        time_limit_seconds: float | None = None,
+        workers: int | None = None,
+    ) -> None:
         self.policy = policy
         self.topology = topology
         self.all_or_nothing = policy not in POD_BY_POD
-        defaults = SolveOptions(policy=policy)
-        limit = time_limit_seconds if time_limit_seconds is not None else defaults.time_limit_seconds
-        self.options = SolveOptions(policy=policy, time_limit_seconds=limit, workers=defaults.workers)
+        self.options = solve_options(policy, time_limit_seconds=time_limit_seconds, workers=workers)
         self._invalid: set[str] = set()
 
     def arrived(self, gang: ReplayGang) -> None:

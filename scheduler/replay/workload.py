@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from api.grove import PodGang
 from api.kube import Pod
@@ -28,11 +29,12 @@ class ReplayGang:
     def key(self) -> str:
         return self.request.key
 
-    @property
+    @cached_property
     def demand(self) -> dict[str, Mapping[str, int]]:
+        """Pod key → its per-pod demand (computed once: the engine asks on every event)."""
         return {pod: group.demand for group in self.request.groups for pod in group.pods}
 
-    @property
+    @cached_property
     def guaranteed_gpus(self) -> int:
         return sum(group.min_replicas * group.demand.get(GPU, 0) for group in self.request.groups)
 

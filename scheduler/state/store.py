@@ -33,6 +33,15 @@ def _gang_key_of(pod: Pod) -> str | None:
     return f"{pod.metadata.namespace}/{gang}" if gang else None
 
 
+def _same_resources(old: Pod, new: Pod) -> bool:
+    """The new pod shares the old one's container objects (an in-memory bind copies only ``nodeName``)."""
+    return (
+        old.spec.containers is new.spec.containers
+        and old.spec.initContainers is new.spec.initContainers
+        and old.spec.overhead is new.spec.overhead
+    )
+
+
 def _holds_capacity(pod: Pod) -> bool:
     return bool(pod.spec.nodeName) and not pod.terminal
 
@@ -188,10 +197,11 @@ class ClusterStore:
         self._version += 1
         if isinstance(obj, Pod):
             old = self._pods.get(key)
+            reuse = self._requests.get(key) if old is not None and _same_resources(old, obj) else None
             if old is not None:
                 self._unindex_pod(old)
             self._pods[key] = obj
-            self._index_pod(obj)
+            self._index_pod(obj, requests=reuse)
         elif isinstance(obj, Node):
             self._node_version += 1
             self._nodes[key] = obj
@@ -211,8 +221,8 @@ class ClusterStore:
             return self._nodes.pop(key)
         return self._gangs.pop(key)
 
-    def _index_pod(self, pod: Pod) -> None:
-        requests = pod.requests()
+    def _index_pod(self, pod: Pod, *, requests: ResourceVector | None = None) -> None:
+        requests = requests if requests is not None else pod.requests()
         self._requests[pod.key] = requests
         if pod.metadata.uid:
             self._uid_to_pod[pod.metadata.uid] = pod.key

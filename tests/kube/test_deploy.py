@@ -15,6 +15,7 @@ from api.grove import PodGang
 from scheduler.coordinator.status import scheduled_status
 from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
+from tests.crd_schema import violations
 from tests.kube import objects as k
 
 DEPLOY = REPO_ROOT / "deploy"
@@ -158,27 +159,6 @@ def crd_schema() -> dict[str, Any]:
     (version,) = crd["spec"]["versions"]
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return schema
-
-
-def violations(value: Any, schema: dict[str, Any], where: str = "") -> list[str]:
-    """The subset of structural-schema validation our CRD uses: type, required, properties, items, enum."""
-    kinds = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
-    expected = schema.get("type")
-    if expected and not isinstance(value, kinds[expected]):
-        return [f"{where}: want {expected}"]
-    found = [f"{where}.{key}: required" for key in schema.get("required", []) if key not in value]
-    if "enum" in schema and value not in schema["enum"]:
-        found.append(f"{where}: {value!r} not in {schema['enum']}")
-    properties = schema.get("properties", {})
-    if isinstance(value, dict) and properties:
-        found.extend(f"{where}.{key}: unknown field (would be pruned)" for key in value if key not in properties)
-        for key, item in value.items():
-            if key in properties:
-                found.extend(violations(item, properties[key], f"{where}.{key}"))
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            found.extend(violations(item, schema["items"], f"{where}[{index}]"))
-    return found
 
 
 def test_crd_is_grove_shaped() -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +13,9 @@ from kubernetes import client
 
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.kube import KubeApi
-from tests.reconcile.examples import EXAMPLES, cluster, example
-from tests.reconcile.fake_apiserver import FakeApiServer, Request
+from tests.crd_schema import crd_schema, pruned
+from tests.fakeapi import PODCLIQUESETS, Request, running
+from tests.reconcile.examples import EXAMPLES, example
 
 DEPLOY = EXAMPLES.parent
 _REQUEST_PATH = re.compile(
@@ -30,31 +29,7 @@ def _documents(path: Path) -> list[dict[str, Any]]:
 
 
 def _schema() -> dict[str, Any]:
-    (crd,) = _documents(DEPLOY / "crds" / "podcliqueset.yaml")
-    (version,) = crd["spec"]["versions"]
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
-    return schema
-
-
-def _pruned(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]:
-    """Paths the API server would silently drop from ``value`` under a structural ``schema``."""
-    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
-        return
-    if isinstance(value, dict):
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            if path == "" and key == "metadata":
-                continue  # ObjectMeta is the API server's own, never pruned by the CRD schema
-            if key in properties:
-                yield from _pruned(item, properties[key], f"{path}.{key}")
-            elif isinstance(extra, dict):
-                yield from _pruned(item, extra, f"{path}.{key}")
-            elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-                yield f"{path}.{key}"
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _pruned(item, schema.get("items", {}), f"{path}[{index}]")
+    return crd_schema(DEPLOY / "crds" / "podcliqueset.yaml")
 
 
 def test_crd_is_grove_pcs_with_status_and_scale() -> None:
@@ -78,13 +53,13 @@ def test_crd_is_grove_pcs_with_status_and_scale() -> None:
 )
 def test_crd_schema_keeps_every_field_of_the_examples(name: str) -> None:
     pcs = next(d for d in _documents(EXAMPLES / f"{name}.yaml") if d["kind"] == "PodCliqueSet")
-    assert list(_pruned(pcs, _schema(), "")) == []
+    assert pruned(pcs, _schema()) == []
 
 
 def test_crd_schema_would_prune_a_misspelt_field() -> None:
     document = example("multinode-aggregated")
     document["spec"]["template"]["podCliqueScalingGroups"][0]["minAvailible"] = 1
-    assert list(_pruned(document, _schema(), "")) == [".spec.template.podCliqueScalingGroups[0].minAvailible"]
+    assert pruned(document, _schema()) == [".spec.template.podCliqueScalingGroups[0].minAvailible"]
 
 
 def _verb(request: Request) -> tuple[str, str, str]:
@@ -115,18 +90,19 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
     broken["spec"]["template"]["cliques"][0]["spec"]["replicas"] = -1
     topology = example("multinode-disaggregated")
     topology["spec"]["template"]["topologyConstraint"] = {"topologyName": "t", "pack": {"required": "rack"}}
-    server = FakeApiServer(cluster(example("multinode-aggregated"), broken, topology))
-    with server.running():
+    with running() as server:
+        for document in (example("multinode-aggregated"), broken, topology):
+            server.apply(document)
         api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
         stop = threading.Event()
         threads = api.start_watches(stop)
         reconciler = Reconciler(api)
         for name in ("multinode-aggregated", "broken", "multinode-disaggregated"):
             reconciler.reconcile("default", name)
-        scaled = copy.deepcopy(server.api.objects[("PodCliqueSet", "default", "multinode-aggregated")])
+        scaled = server.get(PODCLIQUESETS, "multinode-aggregated", "default")
+        assert scaled is not None
         scaled["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
-        with server.lock:
-            server.api.apply(scaled)
+        server.apply(scaled)
         reconciler.reconcile("default", "multinode-aggregated")
         api.changes(1.0)
         stop.set()

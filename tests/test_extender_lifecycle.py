@@ -1,0 +1,108 @@
+"""Reservations over time and cluster changes, leadership, status, unknown pods — through the app."""
+
+from __future__ import annotations
+
+from scheduler.coordinator import BackgroundWorker
+from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod
+
+NODES = [node("a0", clique="A"), node("a1", clique="A"), node("b0", clique="B")]
+NAMES = ["a0", "a1", "b0"]
+
+
+def test_reservations_expire_by_ttl_and_the_next_filter_plans_again() -> None:
+    pods, pg = gang("g", workers=2, gpus=8)
+    h = harness(nodes=NODES, pods=pods, podgangs=[pg])
+    client = SyncClient(h.app)
+    assert client.post("/filter", json=filter_body(pods[0], NAMES)).json()["NodeNames"]
+    assert h.coordinator.ledger.book.count() == 2
+    h.clock.now += h.coordinator.config.reservation_ttl_seconds + 1
+    assert h.coordinator.planner.expire() == ["default/g"]
+    assert h.coordinator.ledger.book.count() == 0 and h.coordinator.debug_gangs() == []
+    assert client.post("/filter", json=filter_body(pods[1], NAMES)).json()["NodeNames"]
+    assert h.coordinator.ledger.book.count() == 2
+
+
+def test_deleting_the_podgang_or_a_pod_releases_its_reservations() -> None:
+    pods, pg = gang("g", workers=2, gpus=8)
+    h = harness(nodes=NODES, pods=pods, podgangs=[pg])
+    client = SyncClient(h.app)
+    client.post("/filter", json=filter_body(pods[0], NAMES))
+    h.store.apply("Pod", "DELETED", pods[1])
+    assert set(h.coordinator.ledger.book.of_gang("default/g")) == {pods[0].key}
+    h.store.apply("PodGang", "DELETED", pg)
+    assert h.coordinator.ledger.book.count() == 0 and h.coordinator.debug_gangs() == []
+
+
+def test_a_plan_broken_by_a_foreign_bind_is_replanned() -> None:
+    p = pod("solo", gpus=8)
+    h = harness(nodes=NODES, pods=[p])
+    client = SyncClient(h.app)
+    first = client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"][0]
+    # Another scheduler fills the planned node: our reservation no longer fits there.
+    h.store.apply("Pod", "ADDED", pod("intruder", gpus=8, node_name=first))
+    second = client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
+    assert second and second[0] != first
+    assert h.coordinator.metrics.replans.labels("cluster_changed")._value.get() == 1
+
+
+def test_a_standby_is_not_ready_and_refuses_to_act() -> None:
+    class Standby:
+        def is_leader(self) -> bool:
+            return False
+
+    p = pod("solo", gpus=1)
+    h = harness(nodes=NODES, pods=[p], leadership=Standby())
+    client = SyncClient(h.app)
+    assert client.get("/readyz").status_code == 503
+    assert "standby" in client.post("/filter", json=filter_body(p, NAMES)).json()["Error"]
+    assert "standby" in client.post("/bind", json=bind_body(p, "a0")).json()["Error"]
+    assert h.writer.bindings == []
+
+
+def test_unknown_pods_and_missing_podgangs_get_reasons_not_crashes() -> None:
+    orphan = pod("orphan", gang="nowhere", gpus=1)
+    h = harness(nodes=NODES, pods=[orphan])
+    client = SyncClient(h.app)
+    reply = client.post("/filter", json=filter_body(orphan, NAMES)).json()
+    assert set(reply["FailedNodes"]) == set(NAMES)
+    assert "PodGang default/nowhere" in reply["FailedNodes"]["a0"]
+    ghost = pod("ghost", gpus=1)
+    assert "not known" in client.post("/bind", json=bind_body(ghost, "a0")).json()["Error"]
+
+
+def test_podgang_reaches_running_once_its_guaranteed_pods_run() -> None:
+    pods, pg = gang("g", workers=2, gpus=8, required=CLIQUE)
+    h = harness(
+        nodes=NODES,
+        pods=[pod(p.metadata.name, gang="g", gpus=8, node_name=n) for p, n in zip(pods, ["a0", "a1"], strict=True)],
+        podgangs=[pg],
+    )
+    worker = BackgroundWorker(h.coordinator)
+    worker.run_once()
+    for p, n in zip(pods, ["a0", "a1"], strict=True):
+        h.store.apply("Pod", "MODIFIED", pod(p.metadata.name, gang="g", gpus=8, node_name=n, phase="Running"))
+    worker.run_once()
+    status = h.store.podgang("default/g").status
+    assert status is not None and status.phase == "Running"
+
+
+def test_a_change_of_leadership_drops_plans_and_reservations() -> None:
+    class Flag:
+        def __init__(self) -> None:
+            self.leader = True
+
+        def is_leader(self) -> bool:
+            return self.leader
+
+    flag = Flag()
+    p = pod("solo", gpus=8)
+    h = harness(nodes=NODES, pods=[p], leadership=flag)
+    worker = BackgroundWorker(h.coordinator)
+    client = SyncClient(h.app)
+    assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
+    assert h.coordinator.ledger.book.count() == 1
+    flag.leader = False
+    worker.run_once()  # the worker notices without any request arriving
+    assert h.coordinator.ledger.book.count() == 0 and h.coordinator.debug_gangs() == []
+    flag.leader = True
+    assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]

@@ -1,0 +1,56 @@
+"""Reading a replay's workload from a snapshot: arrivals relative to the first gang, bound pods as background,
+and clear refusals naming the PodGang and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.replay.loading import DURATION_ANNOTATION, WorkloadError, load_workload
+from scheduler.snapshot import Snapshot
+from tests.builders import make_node, make_pod, make_podgang
+
+
+def _snapshot(*, duration: str = "600") -> Snapshot:
+    nodes = [make_node("n1").gpus(8).obj(), make_node("n2").gpus(8).obj()]
+    pods = [
+        make_pod("late-0").gpus(4).gang("late").obj(),
+        make_pod("early-0").gpus(2).gang("early").obj(),
+        make_pod("early-1").gpus(2).gang("early").obj(),
+        make_pod("running-0").gpus(8).gang("running").on("n2").obj(),
+        make_pod("loose").gpus(1).on("n1").obj(),
+    ]
+    gangs = [
+        make_podgang("late")
+        .group("late-w", pods=["late-0"])
+        .created("2026-01-01T01:00:30Z")
+        .annotation(DURATION_ANNOTATION, "90.5")
+        .obj(),
+        make_podgang("early")
+        .group("early-w", pods=["early-0", "early-1"])
+        .created("2026-01-01T01:00:00Z")
+        .annotation(DURATION_ANNOTATION, duration)
+        .obj(),
+        make_podgang("running").group("running-w", pods=["running-0"]).created("2026-01-01T00:00:00Z").obj(),
+    ]
+    return Snapshot(nodes=nodes, pods=pods, podgangs=gangs)
+
+
+def test_gangs_arrive_relative_to_the_first_pending_one_and_bound_pods_are_background() -> None:
+    workload, topology = load_workload(_snapshot())
+    # The running gang (bound) is not replayed: the earliest *pending* gang arrives at t = 0, the other 30 s later.
+    assert [(g.key, g.arrival, g.duration) for g in workload.gangs] == [
+        ("default/early", 0.0, 600.0),
+        ("default/late", 30.0, 90.5),
+    ]
+    assert {pod: node for pod, (node, _) in workload.background.items()} == {
+        "default/running-0": "n2",
+        "default/loose": "n1",
+    }
+    assert workload.gangs[0].guaranteed_gpus == 4
+    assert set(topology.hosts) == {"n1", "n2"}
+
+
+@pytest.mark.parametrize("duration", ["0", "-5", "soon"])
+def test_a_bad_duration_names_the_gang_and_the_annotation(duration: str) -> None:
+    with pytest.raises(WorkloadError, match=rf"PodGang default/early: .*{DURATION_ANNOTATION}.*got '{duration}'"):
+        load_workload(_snapshot(duration=duration))
