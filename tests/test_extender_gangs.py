@@ -270,3 +270,30 @@ def test_bind_for_a_node_other_than_the_plan_is_refused() -> None:
             assert h.writer.bindings == []
 
     run(main)
+
+
+def test_a_member_refused_while_others_wait_at_the_barrier_recovers_after_the_time_out() -> None:
+    # Two 8-GPU pods in one clique; domains A and B have two 8-GPU nodes each.
+    pods, pg = gang("g", workers=2, gpus=8, required=CLIQUE)
+    h = harness(nodes=_cluster()[:4], pods=pods, podgangs=[pg], barrier_timeout=0.2)
+    names = NAMES[:4]
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await filter_one(client, pods[0], names))["NodeNames"][0]
+            waiting = asyncio.create_task(client.post("/bind", json=bind_body(pods[0], first)))
+            await asyncio.sleep(0.05)
+            planned = h.coordinator.ledger.records["default/g"].plan[pods[1].key]
+            # kube-scheduler's own filters refuse the second member's planned node: around the waiting first
+            # member (its clique now has no other room) the gang cannot be placed.
+            refused = await filter_one(client, pods[1], [n for n in names if n != planned])
+            assert refused["NodeNames"] == []
+            assert "nothing was bound" in (await waiting).json()["Error"]
+            # After the time-out the gang is planned afresh, away from the refused node, and binds whole.
+            results = await asyncio.gather(*(_filter_then_bind(client, p, names) for p in pods))
+            assert results == [{"Error": ""}, {"Error": ""}], results
+        bound = h.writer.bound_nodes()
+        assert planned not in bound.values()
+        assert len({h.store.node(n).metadata.labels[CLIQUE] for n in bound.values()}) == 1
+
+    run(main)

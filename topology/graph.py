@@ -103,9 +103,10 @@ class Topology:
         return tuple(self._members[level].get(domain, ()))
 
     def gpus(self, node: str) -> list[DomainId]:
-        """The GPU graph nodes of a host, in device-index order."""
+        """The GPU graph nodes of a host, in device-index order (numeric: GPU 10 comes after GPU 9)."""
         host_id = (self.levels[-1].name, node)
-        return sorted((c for c in self.graph.successors(host_id) if c[0] == "gpu"), key=lambda c: c[1])
+        children = [c for c in self.graph.successors(host_id) if c[0] == "gpu"]
+        return sorted(children, key=lambda c: int(self.graph.nodes[c]["index"]))
 
     def free_per_domain(
         self, level: str, free: Mapping[str, Mapping[str, int]], resource: str = GPU_RESOURCE
@@ -116,31 +117,40 @@ class Topology:
             for value, nodes in self._members[level].items()
         }
 
+    def _common_index(self, paths: Sequence[tuple[str, ...]]) -> int:
+        """Index of the narrowest level at which all ``paths`` share one known domain; -1 if none.
+
+        A level where some node's label is missing says nothing either way and is stepped over, so two nodes of one
+        NVLink domain still share it when the zone level is active but unlabelled on them. The scan stops at the
+        first level where known values differ: narrower values under different parents (a sub-domain "0" in two
+        racks) are not one domain.
+        """
+        common = -1
+        for index in range(len(self.levels)):
+            values = {path[index] for path in paths}
+            if UNKNOWN in values:
+                continue
+            if len(values) != 1:
+                break
+            common = index
+        return common
+
     def lowest_common_level(self, nodes: Iterable[str]) -> Level | None:
-        """The narrowest level at which all ``nodes`` share one (known) domain; ``None`` if even the broadest
-        level splits them or nothing is given."""
+        """The narrowest level at which all ``nodes`` share one known domain; ``None`` if even the broadest level
+        splits them, no level is known for all of them, or nothing is given."""
         paths = [self._path[node] for node in nodes]
         if not paths:
             return None
-        common: Level | None = None
-        for index, level in enumerate(self.levels):
-            values = {path[index] for path in paths}
-            if len(values) != 1 or UNKNOWN in values:
-                break
-            common = level
-        return common
+        index = self._common_index(paths)
+        return self.levels[index] if index >= 0 else None
 
     def domains_spanned(self, nodes: Iterable[str], level: str) -> int:
-        """How many distinct domains at ``level`` the given nodes touch."""
+        """How many distinct domains at ``level`` the given nodes touch. Nodes with no label for ``level`` count
+        one domain each: nothing says they share one, and undercounting would flatter a scattered placement."""
         index = self._level_index[level]
-        return len({self._path[node][index] for node in nodes})
+        values = [(self._path[node][index], node) for node in nodes]
+        return len({value for value, _ in values if value != UNKNOWN}) + len({n for v, n in values if v == UNKNOWN})
 
     def distance(self, a: str, b: str) -> int:
         """Hops up the hierarchy to the nearest shared domain: 0 for the same host, len(levels) if none."""
-        pa, pb = self._path[a], self._path[b]
-        shared = 0
-        for va, vb in zip(pa, pb, strict=True):
-            if va != vb or va == UNKNOWN:
-                break
-            shared += 1
-        return len(self.levels) - shared
+        return len(self.levels) - 1 - self._common_index([self._path[a], self._path[b]])

@@ -18,6 +18,7 @@ __all__ = [
     "NVLINK_LEVEL",
     "Level",
     "active_levels",
+    "is_host_level",
     "levels_from_pairs",
 ]
 
@@ -88,23 +89,34 @@ def active_levels(label_sets: Sequence[Mapping[str, str]], levels: Sequence[Leve
         candidates = [*DEFAULT_LEVELS[:nvlink_at], *tiers, *DEFAULT_LEVELS[nvlink_at:]]
     else:
         candidates = list(levels)
-    host = next((level for level in candidates if HOSTNAME_KEY in level.keys), HOST_LEVEL)
-    present = [
-        level for level in candidates if level is not host and any(level.value_of(labels) for labels in label_sets)
-    ]
+    host_at = next((i for i, level in enumerate(candidates) if is_host_level(level)), None)
+    if host_at is None:
+        host = HOST_LEVEL
+    else:
+        # Levels listed after the host (Grove's "numa") are narrower than a node: a node label has one value per
+        # node, so it cannot split one, and ranking such a level above the host would merge unrelated nodes that
+        # merely share a value like "0". The node hierarchy ends at the host.
+        host, candidates = candidates[host_at], candidates[:host_at]
+    present = [level for level in candidates if any(level.value_of(labels) for labels in label_sets)]
     return (*present, host)
+
+
+def is_host_level(level: Level) -> bool:
+    """Whether ``level`` is the node level: keyed by the hostname label, or named ``host`` as Grove's is."""
+    return level.name == HOST_LEVEL.name or HOSTNAME_KEY in level.keys
 
 
 def levels_from_pairs(pairs: Iterable[tuple[str, str]]) -> tuple[Level, ...]:
     """Levels from ``(domain, key)`` pairs, as a Grove ClusterTopologyBinding or a config file lists them.
 
-    A binding's ``host`` level (any level keyed by the hostname label) is kept where the binding puts it; if the
-    binding names no host level one is appended, since every placement ends on a host.
+    A binding's host level (named ``host`` or keyed by the hostname label) is kept as given; levels after it are
+    finer than a node and ``active_levels`` leaves them out of the node hierarchy. If the binding names no host
+    level one is appended, since every placement ends on a host.
     """
     result = [Level(domain, (key,)) for domain, key in pairs]
     names = [level.name for level in result]
     if len(set(names)) != len(names):
         raise ValueError(f"topology levels: duplicate domain names in {names}")
-    if not any(HOSTNAME_KEY in level.keys for level in result):
+    if not any(is_host_level(level) for level in result):
         result.append(HOST_LEVEL)
     return tuple(result)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, replace
 
 from placement.bounds import Bounds, gang_bounds
-from placement.cpsat.solver import solve_model
+from placement.cpsat.solver import ModelOutcome, solve_model
 from placement.explain import explain_infeasible, relaxation_reason
 from placement.extras import add_extras
 from placement.greedy.topology_greedy import topology_greedy
@@ -32,6 +32,10 @@ from placement.prune import prune
 from placement.request import Result, SolveOptions, Status
 
 __all__ = ["solve_cpsat"]
+
+_MODEL_NODES = 600  # beyond this many candidates the model is built on a neighbourhood of the greedy plan
+_LATE_GREEDY_DOMAINS = 3  # past the deadline with no plan, how many more domains the greedy may try
+_MIN_MODEL_SECONDS = 0.1  # with less time left, building a model (Python, not interruptible) only overruns
 
 
 @dataclass(frozen=True)
@@ -78,16 +82,52 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
         return refused(explain_infeasible(whole))  # reasons speak of the cluster as the user sees it
     if bounds.by_domain:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
-    hint = topology_greedy(problem)
+    hint = topology_greedy(problem, spans_first=True)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)
-    outcome = solve_model(problem, hint=hint, lower=bounds.lexicographic, deadline=deadline, workers=options.workers)
-    if outcome.state == "infeasible":
+    outcome, exact = _model(problem, hint, bounds.lexicographic, deadline=deadline, options=options)
+    if outcome.state == "infeasible" and exact:
         return refused(explain_infeasible(problem))
-    if outcome.state == "unknown":
-        return _timed_out(problem, hint, bounds, options, models=1)
-    optimal = outcome.state == "optimal" or evaluate(problem, outcome.counts) == bounds.lexicographic
-    return _Plan(outcome.counts, bounds.per_tier, optimal=optimal, models=1)
+    found = _better(problem, outcome.counts if outcome.state in ("optimal", "feasible") else None, hint)
+    if found is None:
+        return _timed_out(problem, None, bounds, options, models=1)
+    optimal = (outcome.state == "optimal" and exact) or evaluate(problem, found) == bounds.lexicographic
+    return _Plan(found, bounds.per_tier, optimal=optimal, models=1)
+
+
+def _better(problem: Problem, *plans: Counts | None) -> Counts | None:
+    """The best of the plans under the objective (CP-SAT stopped by the clock may hold a worse one than its hint)."""
+    found = [p for p in plans if p is not None]
+    return min(found, key=lambda p: evaluate(problem, p)) if found else None
+
+
+def _model(
+    problem: Problem, hint: Counts | None, lower: tuple[int, ...], *, deadline: float, options: SolveOptions
+) -> tuple[ModelOutcome, bool]:
+    """Solve the model, on a neighbourhood of the hint when the problem is too big to build in the time limit;
+    ``exact`` says whether the model covered every candidate (else its optimum proves nothing globally)."""
+    if deadline - time.perf_counter() < _MIN_MODEL_SECONDS:
+        return ModelOutcome("unknown"), False
+    if len(problem.nodes) <= _MODEL_NODES or not problem.span_levels:
+        return solve_model(problem, hint=hint, lower=lower, deadline=deadline, workers=options.workers), True
+    level = problem.span_levels[0]
+    members: dict[str, list[str]] = {}
+    room: dict[str, int] = {}
+    for node in problem.nodes:
+        domain = problem.domain(node, level)
+        members.setdefault(domain, []).append(node)
+        room[domain] = room.get(domain, 0) + problem.free(node, problem.primary)
+    # The hint's NVLink domains, then the roomiest others, up to the size a model can be built in time.
+    keep = {problem.domain(n, level) for (_, n), c in (hint or {}).items() if c > 0}
+    size = sum(len(members[d]) for d in keep)
+    for domain in sorted(room, key=lambda d: (-room[d], d)):
+        if size >= _MODEL_NODES:
+            break
+        if domain not in keep:
+            keep.add(domain)
+            size += len(members[domain])
+    near = problem.restricted({n for d in keep for n in members[d]})
+    return solve_model(near, hint=hint, lower=lower, deadline=deadline, workers=options.workers), False
 
 
 def _timed_out(
@@ -107,21 +147,27 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     best: tuple[tuple[int, ...], Counts] | None = None
     proven = True
     models = 0
+    tried_late = 0
     for value, bound in sorted(bounds.by_domain.items(), key=lambda item: item[1]):
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any later one (sorted by bound) can beat the best plan
-        if deadline - time.perf_counter() <= 0:
+        late = deadline - time.perf_counter() <= 0
+        if late and (best is not None or tried_late >= _LATE_GREEDY_DOMAINS):
             proven = False
-            break
+            break  # out of time, with a plan in hand or after a few greedy tries
+        tried_late += late
         sub = problem.restricted({n for n in problem.nodes if problem.key_value(n, scope.key) == value})
-        sub_hint = topology_greedy(sub)
+        sub_hint = topology_greedy(sub, spans_first=True)
         if sub_hint is not None and evaluate(sub, sub_hint) == bound:
             found: Counts | None = sub_hint
+        elif late:
+            # Past the deadline without any plan: greedy only (cheap) until one domain yields a plan.
+            proven, found = False, sub_hint
         else:
-            outcome = solve_model(sub, hint=sub_hint, lower=bound, deadline=deadline, workers=options.workers)
+            outcome, exact = _model(sub, sub_hint, bound, deadline=deadline, options=options)
             models += 1
-            proven = proven and outcome.state in ("optimal", "infeasible")
-            found = outcome.counts if outcome.state in ("optimal", "feasible") else sub_hint
+            proven = proven and exact and outcome.state in ("optimal", "infeasible")
+            found = _better(sub, outcome.counts if outcome.state in ("optimal", "feasible") else None, sub_hint)
         if found is not None and (best is None or evaluate(problem, found) < best[0]):
             best = (evaluate(problem, found), found)
     if best is None:

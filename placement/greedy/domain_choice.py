@@ -24,7 +24,7 @@ def choose_domains(problem: Problem, nodes: Sequence[str]) -> set[str] | None:
     sums; ``None`` if there is no narrower level, nothing holds, or there are too many sets to try."""
     if not problem.span_levels:
         return None
-    level = problem.span_levels[0]
+    level, primary = problem.span_levels[0], problem.primary
     chosen = [g for g in problem.groups if g.min > 0]
     needs = [g.min for g in chosen] + [sum(g.min * g.demand.get(r, 0) for g in chosen) for r in problem.resources]
     capacity: dict[str, list[int]] = {}
@@ -43,12 +43,22 @@ def choose_domains(problem: Problem, nodes: Sequence[str]) -> set[str] | None:
     if any(c is None for c in counts):
         return None
     k = max((c for c in counts if c is not None), default=0)
-    if k == 0 or math.comb(len(capacity), k) > _MAX_SETS:
+    if k == 0:
         return None
+    pool = sorted(capacity)
+    if math.comb(len(pool), k) > _MAX_SETS:
+        # Too many sets to try: keep the domains with the most room for the primary need (any k of those few
+        # still reach the fewest possible), and widen the pool only as far as the budget allows.
+        column = len(chosen) + problem.resources.index(primary) if primary in problem.resources else 0
+        roomiest = sorted(pool, key=lambda d: (-capacity[d][column], d))
+        extra = 0
+        while k + extra + 1 <= len(roomiest) and math.comb(k + extra + 1, k) <= _MAX_SETS:
+            extra += 1
+        pool = sorted(roomiest[: k + extra])
     broader = problem.span_levels[1:]
     parent = {d: tuple(problem.domain(n, lv) for lv in broader) for n in nodes if (d := problem.domain(n, level))}
     best: tuple[tuple[object, ...], set[str]] | None = None
-    for combo in itertools.combinations(sorted(capacity), k):
+    for combo in itertools.combinations(pool, k):
         if any(sum(capacity[d][i] for d in combo) < need for i, need in enumerate(needs)):
             continue
         spans = tuple(len({parent[d][i] for d in combo}) for i in range(len(broader)))

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import Ints
+from placement.bounds import fewest_to_cover
 from placement.greedy.domain_choice import choose_domains
 from placement.greedy.ledger import Ledger
 from placement.objective import evaluate
@@ -29,8 +30,9 @@ _Pack = tuple[tuple[int, ...], str]  # (group indexes, label key) that must shar
 class _Layout:
     """Per-problem precomputation on node-index arrays: the fill order of nodes and the candidate containers."""
 
-    def __init__(self, problem: Problem, *, partly_first: bool) -> None:
+    def __init__(self, problem: Problem, *, partly_first: bool, spans_first: bool = False) -> None:
         self.problem = problem
+        self.spans_first = spans_first
         arrays = problem.arrays
         count = len(problem.nodes)
         primary = arrays.free.get(problem.primary, np.zeros(count, np.int64))
@@ -51,8 +53,10 @@ class _Layout:
         first; the whole cluster last. Only domains that hold the gang on capacity sums are offered."""
         problem = self.problem
         arrays = problem.arrays
-        found: list[Ints] = []
-        for level in problem.span_levels:
+        # (NVLink domains needed, level position, rank within level, nodes): with ``spans_first`` the fewest
+        # NVLink domains win across levels (the objective counts narrow spans first), else narrowest level first.
+        ranked: list[tuple[int, int, int, Ints]] = []
+        for position, level in enumerate(problem.span_levels):
             ids = arrays.level_ids[level][self.order]
             domains = len(arrays.level_names[level])
             if domains <= 1:
@@ -62,12 +66,36 @@ class _Layout:
             fresh = np.zeros(domains, np.bool_)
             if level == problem.fresh_level:
                 fresh = arrays.fresh_domain_mask()
-            ranked = np.lexsort((np.arange(domains), self.domain_free[level], fresh))
+            needed = self._narrow_needed(level, domains) if self.spans_first else np.zeros(domains, np.int64)
+            order = np.lexsort((np.arange(domains), self.domain_free[level], fresh))
             grouped = np.argsort(ids, kind="stable")
             starts = np.searchsorted(ids[grouped], np.arange(domains + 1))
-            found.extend(self.order[grouped[starts[d] : starts[d + 1]]] for d in ranked if holds[d])
-        found.append(self.order)
-        return found
+            for rank, d in enumerate(order):
+                if holds[d]:
+                    ranked.append((int(needed[d]), position, rank, self.order[grouped[starts[d] : starts[d + 1]]]))
+        ranked.sort(key=lambda item: item[:3])
+        return [nodes for *_, nodes in ranked] + [self.order]
+
+    def _narrow_needed(self, level: str, domains: int) -> Ints:
+        """Per domain at ``level``: how many narrowest-level domains inside it, largest first, hold the gang's
+        guaranteed demand of the primary resource."""
+        problem = self.problem
+        arrays = problem.arrays
+        narrow = problem.span_levels[0]
+        need = sum(g.min * g.demand.get(problem.primary, 0) for g in problem.groups)
+        primary = arrays.free.get(problem.primary, np.zeros(len(problem.nodes), np.int64))
+        sums = np.bincount(arrays.level_ids[narrow], weights=primary).astype(np.int64)
+        parent = np.zeros(len(sums), np.int64)
+        parent[arrays.level_ids[narrow]] = arrays.level_ids[level]
+        children: dict[int, list[int]] = {}
+        for child in np.flatnonzero(sums > 0):
+            children.setdefault(int(parent[child]), []).append(int(sums[child]))
+        needed = np.full(domains, len(sums) + 1, np.int64)
+        for domain, capacities in children.items():
+            count = fewest_to_cover(capacities, need)
+            if count is not None:
+                needed[domain] = count
+        return needed
 
     def _holds_per_domain(self, ids: Ints, domains: int) -> npt.NDArray[np.bool_]:
         problem = self.problem
@@ -82,10 +110,17 @@ class _Layout:
         return holds
 
 
-def topology_greedy(problem: Problem) -> dict[tuple[int, str], int] | None:
+def topology_greedy(problem: Problem, *, spans_first: bool = False) -> dict[tuple[int, str], int] | None:
     """Two passes, filling sub-domains largest first (fewest of them) and then partly used capacity first
-    (fewest wholly free nodes broken into); the better plan under the objective wins."""
-    plans = [p for partly in (False, True) if (p := _greedy(problem, _Layout(problem, partly_first=partly)))]
+    (fewest wholly free nodes broken into); the better plan under the objective wins.
+
+    ``spans_first``: among containers of one level, prefer the one the gang fits in with the fewest NVLink
+    domains over the tightest (the objective's order; the KAI-like baseline keeps tightest first)."""
+    plans = [
+        p
+        for partly in (False, True)
+        if (p := _greedy(problem, _Layout(problem, partly_first=partly, spans_first=spans_first)))
+    ]
     return min(plans, key=lambda plan: evaluate(problem, plan), default=None)
 
 

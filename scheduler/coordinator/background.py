@@ -48,6 +48,7 @@ class BackgroundWorker:
             except Exception:
                 # One gang's failure must not stop planning for every other gang.
                 log.exception("background work failed kind=%s gang=%s", kind, ref.key)
+        self._coordinator.leading()  # notice a change of leadership even when no request arrives
         self._coordinator.planner.expire()
         return len(work)
 

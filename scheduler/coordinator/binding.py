@@ -155,6 +155,9 @@ class Binder:
                 record.fixed.pop(key, None)
                 if record.state is GangState.BINDING and not record.fixed:
                     record.state = GangState.PLANNED
+                elif record.state is GangState.INFEASIBLE:
+                    # It may have been infeasible only around members held at the barrier: look again.
+                    record.dirty = True
         self._metrics.barrier_timeouts.inc()
         members = gang_members(self._store, ref)
         missing = ""

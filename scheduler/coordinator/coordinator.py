@@ -39,6 +39,7 @@ from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import Solver
 from scheduler.coordinator.planning import Planner, PlanningConfig
 from scheduler.coordinator.preemption import vetoed_nodes
+from scheduler.coordinator.reservations import ReservationBook
 from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.state.store import ClusterStore
@@ -91,6 +92,7 @@ class Coordinator:
         self.ledger = Ledger()
         self.store = store
         self._leadership = leadership or AlwaysLeader()
+        self._leading_before = False
         self._clock = clock
         self.planner = Planner(
             store=store,
@@ -119,7 +121,7 @@ class Coordinator:
 
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         candidates = args.candidate_names()
-        if not self._leadership.is_leader():
+        if not self.leading():
             return ExtenderFilterResult(Error=NOT_LEADER)
         pod = self.store.pod(args.Pod.key) or args.Pod
         if pod.spec.nodeName:
@@ -140,7 +142,7 @@ class Coordinator:
         return [HostPriority(Host=name, Score=10 if name == planned else 0) for name in args.candidate_names()]
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
-        if not self._leadership.is_leader():
+        if not self.leading():
             return ExtenderBindingResult(Error=NOT_LEADER)
         return await self.binder.bind(args)
 
@@ -180,8 +182,24 @@ class Coordinator:
 
     def plan(self, ref: GangRef) -> None:
         """Plan the gang now if it has no usable decision (the background worker's entry point)."""
-        if self._leadership.is_leader():
+        if self.leading():
             self.planner.plan(ref)
+
+    def leading(self) -> bool:
+        """Whether this replica leads now. On any change of leadership the plans and reservations are dropped:
+        another leader may have acted meanwhile, and only the API's state (bound pods) carries across terms."""
+        leading = self._leadership.is_leader()
+        with self.ledger.lock:
+            changed = leading != self._leading_before
+            self._leading_before = leading
+            if changed:
+                dropped = len(self.ledger.records)
+                self.ledger.records.clear()
+                self.ledger.book = ReservationBook()
+                self.ledger.epoch += 1
+        if changed:
+            log.info("leadership changed leading=%s plans_dropped=%d", leading, dropped)
+        return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
 

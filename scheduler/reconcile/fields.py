@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 __all__ = [
     "FieldError",
-    "dns_label_error",
     "dns_subdomain_error",
     "env_name_error",
     "go_duration_seconds",
@@ -18,7 +17,6 @@ __all__ = [
     "qualified_name_error",
 ]
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
@@ -44,16 +42,6 @@ def dns_subdomain_error(value: str) -> str | None:
         return f"must be at most 253 characters (got {len(value)})"
     if not _DNS_SUBDOMAIN.match(value):
         return "must be a DNS subdomain: lower-case alphanumerics, '-' or '.', starting and ending alphanumeric"
-    return None
-
-
-def dns_label_error(value: str) -> str | None:
-    if not value:
-        return "must not be empty"
-    if len(value) > 63:
-        return f"must be at most 63 characters (got {len(value)})"
-    if not _DNS_LABEL.match(value):
-        return "must be a DNS label: lower-case alphanumerics or '-', starting and ending alphanumeric"
     return None
 
 

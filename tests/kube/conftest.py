@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import ApiClient
 
-from tests.kube.fake_apiserver import FakeApiServer, connected, running
+from tests.fakeapi import FakeApiServer, connected, running
 
 
 @pytest.fixture

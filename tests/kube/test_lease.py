@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client import ApiClient
 
 from scheduler.kube.lease import LeaseElector, LeaseTiming
-from tests.kube.fake_apiserver import LEASES, FakeApiServer
+from tests.fakeapi import LEASES, FakeApiServer
 
 LEASE_PATH = r"^/apis/coordination.k8s.io/v1/namespaces/grove/leases/grove-extender$"
 

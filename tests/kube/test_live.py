@@ -19,8 +19,8 @@ from scheduler.coordinator import CoordinatorConfig
 from scheduler.kube.live import LiveCluster, connect_live, default_namespace, wants_in_cluster
 from scheduler.state import ClusterStore
 from tests.extender_support import bind_body, filter_one, run
+from tests.fakeapi import LEASES, NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
-from tests.kube.fake_apiserver import LEASES, NODES, PODGANGS, PODS, FakeApiServer, running
 
 CLIQUE = "nvidia.com/gpu.clique"
 

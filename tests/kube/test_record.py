@@ -13,8 +13,8 @@ import pytest
 from scheduler.cli import main
 from scheduler.kube.scrub import scrub
 from scheduler.snapshot import load_snapshot
+from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
-from tests.kube.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
 
 SECRET_VALUES = ("hf_secret_value", "s3cr3t-password", "--token=abc123", "last-applied-body")
 

@@ -11,8 +11,8 @@ from kubernetes.client import ApiClient
 
 from scheduler.kube.watch import Backoff, start_watchers
 from scheduler.state.store import ClusterStore
+from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
-from tests.kube.fake_apiserver import NODES, PODGANGS, PODS, FakeApiServer, running
 
 
 class CountingStore(ClusterStore):

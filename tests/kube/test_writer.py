@@ -15,8 +15,8 @@ from kubernetes.client import ApiClient
 from scheduler.cluster_writer import WriteError
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.writer import KubeClusterWriter
+from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
-from tests.kube.fake_apiserver import PODGANGS, PODS, FakeApiServer, running
 
 FIXED_NOW = datetime(2026, 11, 25, 23, 0, 0, 250000, tzinfo=UTC)
 

@@ -6,6 +6,7 @@ import copy
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,17 @@ def reconciler(api: InMemoryApi, seed: int = 1) -> Reconciler:
     return Reconciler(api, rng=random.Random(seed))
 
 
-def pods_per_gang(api: InMemoryApi) -> Counter[str]:
-    return Counter(pod["metadata"]["labels"]["grove.io/podgang"] for pod in api.of_kind("Pod"))
+def _pods(source: InMemoryApi | Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """The pods of an in-memory API, or the given pods (as a fake API server lists them)."""
+    return source.of_kind("Pod") if isinstance(source, InMemoryApi) else source
 
 
-def pod_names(api: InMemoryApi) -> set[str]:
-    return {pod["metadata"]["name"] for pod in api.of_kind("Pod")}
+def pods_per_gang(source: InMemoryApi | Iterable[dict[str, Any]]) -> Counter[str]:
+    return Counter(pod["metadata"]["labels"]["grove.io/podgang"] for pod in _pods(source))
+
+
+def pod_names(source: InMemoryApi | Iterable[dict[str, Any]]) -> set[str]:
+    return {pod["metadata"]["name"] for pod in _pods(source)}
 
 
 def gated(pod: dict[str, Any]) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import re
 import threading
 from pathlib import Path
@@ -15,8 +14,8 @@ from kubernetes import client
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.kube import KubeApi
 from tests.crd_schema import crd_schema, pruned
-from tests.reconcile.examples import EXAMPLES, cluster, example
-from tests.reconcile.fake_apiserver import FakeApiServer, Request
+from tests.fakeapi import PODCLIQUESETS, Request, running
+from tests.reconcile.examples import EXAMPLES, example
 
 DEPLOY = EXAMPLES.parent
 _REQUEST_PATH = re.compile(
@@ -91,18 +90,19 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
     broken["spec"]["template"]["cliques"][0]["spec"]["replicas"] = -1
     topology = example("multinode-disaggregated")
     topology["spec"]["template"]["topologyConstraint"] = {"topologyName": "t", "pack": {"required": "rack"}}
-    server = FakeApiServer(cluster(example("multinode-aggregated"), broken, topology))
-    with server.running():
+    with running() as server:
+        for document in (example("multinode-aggregated"), broken, topology):
+            server.apply(document)
         api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
         stop = threading.Event()
         threads = api.start_watches(stop)
         reconciler = Reconciler(api)
         for name in ("multinode-aggregated", "broken", "multinode-disaggregated"):
             reconciler.reconcile("default", name)
-        scaled = copy.deepcopy(server.api.objects[("PodCliqueSet", "default", "multinode-aggregated")])
+        scaled = server.get(PODCLIQUESETS, "multinode-aggregated", "default")
+        assert scaled is not None
         scaled["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
-        with server.lock:
-            server.api.apply(scaled)
+        server.apply(scaled)
         reconciler.reconcile("default", "multinode-aggregated")
         api.changes(1.0)
         stop.set()

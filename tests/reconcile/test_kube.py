@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,16 +17,16 @@ from scheduler.kube.connect import load_api_client
 from scheduler.reconcile.api import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.kube import KubeApi
-from tests.reconcile.examples import cluster, example, gated, pods_per_gang
-from tests.reconcile.fake_apiserver import FakeApiServer
+from tests.fakeapi import CORE_EVENTS, PODCLIQUESETS, PODGANGS, PODS, FakeApiServer, running
+from tests.reconcile.examples import example, gated, pods_per_gang
 
 NS = "default"
 
 
 @pytest.fixture
 def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer(cluster(example("multinode-aggregated")))
-    with fake.running():
+    with running() as fake:
+        fake.apply(example("multinode-aggregated"))
         yield fake
 
 
@@ -37,13 +37,9 @@ def _kube(server: FakeApiServer) -> KubeApi:
 def test_reconcile_over_http_creates_grove_objects_then_is_quiet(server: FakeApiServer) -> None:
     api = _kube(server)
     first = Reconciler(api, rng=random.Random(3)).reconcile(NS, "multinode-aggregated")
-    backend = server.api
-    assert pods_per_gang(backend) == {"multinode-aggregated-0": 4, "multinode-aggregated-0-model-instance-0": 4}
-    assert not any(
-        gated(p)
-        for p in backend.of_kind("Pod")
-        if p["metadata"]["labels"]["grove.io/podgang"] == "multinode-aggregated-0"
-    )
+    pods = server.objects(PODS)
+    assert pods_per_gang(pods) == {"multinode-aggregated-0": 4, "multinode-aggregated-0-model-instance-0": 4}
+    assert not any(gated(p) for p in pods if p["metadata"]["labels"]["grove.io/podgang"] == "multinode-aggregated-0")
     assert first.writes > 0
     second = Reconciler(api, rng=random.Random(4)).reconcile(NS, "multinode-aggregated")
     assert second.writes == 0
@@ -68,12 +64,12 @@ def test_reconcile_over_http_creates_grove_objects_then_is_quiet(server: FakeApi
 def test_scale_down_over_http_deletes_the_gang_and_its_pods(server: FakeApiServer) -> None:
     api = _kube(server)
     Reconciler(api).reconcile(NS, "multinode-aggregated")
-    document = copy.deepcopy(server.api.objects[("PodCliqueSet", NS, "multinode-aggregated")])
+    document = server.get(PODCLIQUESETS, "multinode-aggregated", NS)
+    assert document is not None
     document["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
-    with server.lock:
-        server.api.apply(document)
+    server.apply(document)
     Reconciler(api).reconcile(NS, "multinode-aggregated")
-    assert pods_per_gang(server.api) == {"multinode-aggregated-0": 4}
+    assert pods_per_gang(server.objects(PODS)) == {"multinode-aggregated-0": 4}
     deletes = [r for r in server.requests if r.method == "DELETE"]
     assert any(r.path.endswith("/podgangs/multinode-aggregated-0-model-instance-0") for r in deletes)
     assert all(r.body == {"propagationPolicy": "Background"} for r in deletes)
@@ -89,11 +85,11 @@ def test_errors_come_back_typed_with_the_servers_message(server: FakeApiServer) 
     with pytest.raises(Conflict, match="already exists"):
         api.create(service)
     Reconciler(api).reconcile(NS, "multinode-aggregated")
-    gang = server.api.objects[("PodGang", NS, "multinode-aggregated-0")]
     with pytest.raises(Conflict, match="has been modified"):
         api.patch_podgang_status(NS, "multinode-aggregated-0", status={"phase": "Running"}, resource_version="1")
-    assert gang["status"]["phase"] == "Pending"
-    server.fail_next["GET pods"] = 500
+    gang = server.get(PODGANGS, "multinode-aggregated-0", NS)
+    assert gang is not None and gang["status"]["phase"] == "Pending"
+    server.fail("GET", r"/pods$", 500, reason="InternalError", message="injected failure 500")
     with pytest.raises(ApiError, match="injected failure 500") as raised:
         api.list_owned("Pod", namespace=NS, part_of="multinode-aggregated")
     assert raised.value.status == 500
@@ -103,8 +99,7 @@ def test_invalid_pcs_posts_a_warning_event(server: FakeApiServer) -> None:
     document = example("multinode-aggregated")
     document["metadata"]["name"] = "broken"
     document["spec"]["template"]["podCliqueScalingGroups"][0]["minAvailable"] = 5
-    with server.lock:
-        server.api.apply(document)
+    server.apply(document)
     outcome = Reconciler(_kube(server)).reconcile(NS, "broken")
     assert not outcome.valid
     posts = [r for r in server.requests if r.method == "POST" and r.path == "/api/v1/namespaces/default/events"]
@@ -112,13 +107,14 @@ def test_invalid_pcs_posts_a_warning_event(server: FakeApiServer) -> None:
     event = posts[0].body
     assert event["type"] == "Warning" and event["involvedObject"]["name"] == "broken"
     assert "spec.template.podCliqueScalingGroups[0].minAvailable" in event["message"]
-    assert not server.api.list_owned("Pod", namespace=NS, part_of="broken")
+    assert not [p for p in server.objects(PODS) if p["metadata"]["labels"].get("app.kubernetes.io/part-of") == "broken"]
+    assert [e["reason"] for e in server.objects(CORE_EVENTS)] == [event["reason"]]  # stored, as the API keeps it
 
 
 def test_watches_stream_events_promptly_as_podcliqueset_keys() -> None:
     # Long server-side watches: a key can only arrive quickly if the client reads each chunk as it comes.
-    server = FakeApiServer(cluster(example("multinode-aggregated")), watch_cap_seconds=60)
-    with server.running():
+    with running() as server:
+        server.apply(example("multinode-aggregated"))
         api = _kube(server)
         stop = threading.Event()
         threads = api.start_watches(stop)
@@ -126,8 +122,7 @@ def test_watches_stream_events_promptly_as_podcliqueset_keys() -> None:
             assert (NS, "multinode-aggregated") in api.changes(5.0)  # the initial list
             while api.changes(0.3):  # drain until quiet
                 pass
-            with server.lock:
-                server.api.apply(example("multinode-disaggregated"))
+            server.apply(example("multinode-disaggregated"))
             started = time.monotonic()
             seen: set[tuple[str, str]] = set()
             while (NS, "multinode-disaggregated") not in seen and time.monotonic() - started < 5:
@@ -174,29 +169,24 @@ def test_run_loop_over_http_converges_a_new_pcs_and_follows_binds(server: FakeAp
     loop = threading.Thread(target=Reconciler(api).run, kwargs={"stop": stop, "poll_seconds": 0.2}, daemon=True)
     loop.start()
     try:
-        backend = server.api
 
-        def wait_for(condition: Callable[[], bool]) -> bool:
+        def wait_for(condition: Callable[[list[dict[str, Any]]], bool]) -> bool:
             for _ in range(100):
-                with server.lock:
-                    if condition():
-                        return True
+                if condition(server.objects(PODS)):
+                    return True
                 time.sleep(0.05)
             return False
 
-        assert wait_for(lambda: len(backend.of_kind("Pod")) == 8)
+        assert wait_for(lambda pods: len(pods) == 8)
         base = "multinode-aggregated-0"
         assert wait_for(
-            lambda: (
-                not any(gated(p) for p in backend.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podgang"] == base)
-            )
+            lambda pods: not any(gated(p) for p in pods if p["metadata"]["labels"]["grove.io/podgang"] == base)
         )
-        with server.lock:
-            for pod in backend.of_kind("Pod"):
-                if pod["metadata"]["labels"]["grove.io/podgang"] == base:
-                    backend.bind_pod(NS, pod["metadata"]["name"], "node-1")
+        for pod in server.objects(PODS):
+            if pod["metadata"]["labels"]["grove.io/podgang"] == base:
+                server.bind(pod["metadata"]["name"], NS, "node-1")  # refused while the pod is still gated
         # Binding the base gang is a pod event: the scaled gang's gates lift with no resync.
-        assert wait_for(lambda: not any(gated(p) for p in backend.of_kind("Pod")))
+        assert wait_for(lambda pods: not any(gated(p) for p in pods))
     finally:
         stop.set()
         loop.join(timeout=5)
@@ -213,9 +203,9 @@ def test_serve_refuses_an_unusable_kubeconfig(capsys: pytest.CaptureFixture[str]
 
 
 def test_unreachable_server_is_an_api_error_to_retry_not_a_crash() -> None:
-    server = FakeApiServer(cluster())
+    server = FakeApiServer()
     url = server.url
-    server.httpd.server_close()  # nothing listens on the port any more
+    server.stop()  # never started: nothing listens on the port any more
     configuration = client.Configuration(host=url)
     configuration.retries = 0
     api = KubeApi(client.ApiClient(configuration), timeout=2.0)

@@ -1,0 +1,178 @@
+"""The HTTP side of the fake API server: routing requests to the store and the wire format of lists and watches.
+
+kube-apiserver's shapes: ``<Kind>List`` with ``metadata.resourceVersion`` and ``continue``; core list items without
+``kind``/``apiVersion`` (CRD items keep them); chunked newline-delimited watch events; errors as ``v1.Status``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlparse
+
+from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, Target, parse_path
+
+if TYPE_CHECKING:
+    from tests.fakeapi.server import FakeApiServer
+
+__all__ = ["QuietServer", "Request", "handler_for"]
+
+_MERGE_PATCH = "application/merge-patch+json"
+_TRUE = ("true", "True", "1")
+_CHANGES = ("ADDED", "MODIFIED", "DELETED")
+
+
+@dataclass
+class Request:
+    """One request as the server received it, kept for assertions on verbs, paths, queries, headers and bodies."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # names lower-cased: HTTP header names are case-blind
+    body: Any
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out and hung up (tests do this on purpose) is not a server error.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+def handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        api = server
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: FakeApiServer
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked watches, as kube-apiserver speaks
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def _handle(self) -> None:
+        request = self._read()
+        try:
+            self.api.before(request)
+            target = parse_path(request.path)
+            if target.name is None:
+                self._collection(target, request)
+            else:
+                self._object(target, request)
+        except StatusError as err:
+            self._send(err.code, err.body())
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+    def _read(self) -> Request:
+        parsed = urlparse(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        return Request(self.command, parsed.path, query, headers, json.loads(raw) if raw else None)
+
+    def _send(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _collection(self, target: Target, request: Request) -> None:
+        if request.method == "GET" and request.query.get("watch") in _TRUE:
+            self._watch(target, request)
+        elif request.method == "GET":
+            self._list(target, request)
+        elif request.method == "POST":
+            self._send(201, self.api.store.create(target.resource, target.namespace, request.body))
+        else:
+            raise StatusError(405, "MethodNotAllowed", f"{request.method} not allowed on a collection")
+
+    def _object(self, target: Target, request: Request) -> None:
+        store, method, sub = self.api.store, request.method, target.subresource
+        assert target.name is not None
+        with store.cond:  # held while answering, so the object cannot change under a check-then-write
+            current = store.find(target.resource, target.namespace, target.name)
+            if method == "GET" and sub in (None, "status"):
+                self._send(200, current)
+            elif method == "PUT" and sub is None:
+                self._send(200, store.replace(target.resource, current, request.body))
+            elif method == "PATCH" and sub in (None, "status"):
+                if request.headers.get("content-type") != _MERGE_PATCH:
+                    message = f"the fake serves merge patches only, not {request.headers.get('content-type')}"
+                    raise StatusError(415, "UnsupportedMediaType", message)
+                self._send(200, store.patch(target.resource, current, request.body, subresource=sub))
+            elif method == "DELETE" and sub is None:
+                options = request.body if isinstance(request.body, dict) else {}
+                propagation = options.get("propagationPolicy") or request.query.get("propagationPolicy")
+                store.delete(target.resource, current, propagation=propagation)
+                self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+            elif method == "POST" and target.resource == PODS and sub == "binding":
+                store.bind(current, request.body)
+                self._send(
+                    201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+                )
+            else:
+                kind = RESOURCES[target.resource].kind
+                where = f"{kind}/{sub}" if sub else kind
+                raise StatusError(405, "MethodNotAllowed", f"{method} {where} is not supported by the fake")
+
+    def _list(self, target: Target, request: Request) -> None:
+        start = int(request.query.get("continue") or 0)
+        page, version, more = self.api.store.page(
+            target.resource,
+            target.namespace,
+            fields=request.query.get("fieldSelector"),
+            labels=request.query.get("labelSelector"),
+            start=start,
+            limit=int(request.query.get("limit") or 0),
+        )
+        meta: dict[str, Any] = {"resourceVersion": str(version)}
+        if more is not None:
+            meta["continue"] = str(more)
+        if target.resource.startswith("v1/"):  # core lists carry no kind/apiVersion per item; CRD lists do
+            for item in page:
+                item.pop("kind", None)
+                item.pop("apiVersion", None)
+        kind, api_version = RESOURCES[target.resource].kind, Resource.api_version(target.resource)
+        self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta, "items": page})
+
+    def _watch(self, target: Target, request: Request) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        events = self.api.store.watch(
+            resource=target.resource,
+            since=int(request.query.get("resourceVersion") or 0),
+            fields=request.query.get("fieldSelector"),
+            labels=request.query.get("labelSelector"),
+            bookmarks=request.query.get("allowWatchBookmarks") in _TRUE,
+            timeout=float(request.query.get("timeoutSeconds") or 30),
+        )
+        try:
+            for event in events:
+                if (
+                    target.namespace
+                    and event["type"] in _CHANGES
+                    and event["object"]["metadata"].get("namespace") != target.namespace
+                ):
+                    continue
+                data = json.dumps(event).encode() + b"\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")  # one chunk per event
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up: done
+        self.close_connection = True

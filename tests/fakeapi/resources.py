@@ -1,0 +1,123 @@
+"""The resources the fake API server serves, how their REST paths look, and the Kubernetes ``v1.Status`` error.
+
+Tests name a resource by ``"<apiVersion>/<plural>"`` (``PODS``, ``PODGANGS`` …), the same key the URL carries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CORE",
+    "CORE_EVENTS",
+    "EVENTS",
+    "LEASES",
+    "NODES",
+    "PODCLIQUESETS",
+    "PODGANGS",
+    "PODS",
+    "RESOURCES",
+    "SERVICES",
+    "TOPOLOGY_BINDINGS",
+    "Resource",
+    "StatusError",
+    "parse_path",
+    "resource_for",
+    "status_body",
+]
+
+CORE = "v1"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One served resource: its kind, whether it is namespaced, and whether ``status`` is a subresource (then
+    writes to the main resource never change status, and a create starts it afresh)."""
+
+    kind: str
+    namespaced: bool
+    status_subresource: bool = False
+
+    @staticmethod
+    def api_version(key: str) -> str:
+        return key.rsplit("/", 1)[0]
+
+
+NODES = "v1/nodes"
+PODS = "v1/pods"
+SERVICES = "v1/services"
+CORE_EVENTS = "v1/events"
+PODGANGS = "scheduler.grove.io/v1alpha1/podgangs"
+PODCLIQUESETS = "grove.io/v1alpha1/podcliquesets"
+TOPOLOGY_BINDINGS = "grove.io/v1alpha1/clustertopologybindings"
+LEASES = "coordination.k8s.io/v1/leases"
+EVENTS = "events.k8s.io/v1/events"
+
+RESOURCES: dict[str, Resource] = {
+    NODES: Resource("Node", namespaced=False, status_subresource=True),
+    PODS: Resource("Pod", namespaced=True, status_subresource=True),
+    SERVICES: Resource("Service", namespaced=True, status_subresource=True),
+    "v1/secrets": Resource("Secret", namespaced=True),
+    CORE_EVENTS: Resource("Event", namespaced=True),
+    PODGANGS: Resource("PodGang", namespaced=True, status_subresource=True),
+    PODCLIQUESETS: Resource("PodCliqueSet", namespaced=True, status_subresource=True),
+    TOPOLOGY_BINDINGS: Resource("ClusterTopologyBinding", namespaced=False, status_subresource=True),
+    LEASES: Resource("Lease", namespaced=True),
+    EVENTS: Resource("Event", namespaced=True),
+}
+
+_CORE_PATH = re.compile(
+    r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<plural>[a-z]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[a-z]+))?$"
+)
+_GROUP_PATH = re.compile(
+    r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/(?:namespaces/(?P<ns>[^/]+)/)?(?P<plural>[a-z]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[a-z]+))?$"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a request path names: a collection (``name`` None), an object, or one of its subresources."""
+
+    resource: str
+    namespace: str
+    name: str | None
+    subresource: str | None
+
+
+class StatusError(Exception):
+    """A refusal, answered as kube-apiserver does: the HTTP ``code`` and a ``v1.Status`` body."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code, self.reason, self.message = code, reason, message
+
+    def body(self) -> dict[str, Any]:
+        return status_body(self.code, self.reason, self.message)
+
+
+def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}  # fmt: skip
+
+
+def parse_path(path: str) -> Target:
+    match = _CORE_PATH.match(path) or _GROUP_PATH.match(path)
+    if match is None:
+        raise StatusError(404, "NotFound", f"the server could not find the requested resource {path}")
+    parts = match.groupdict()
+    api_version = f"{parts['group']}/{parts['version']}" if parts.get("group") else CORE
+    resource = f"{api_version}/{parts['plural']}"
+    if resource not in RESOURCES:
+        raise StatusError(404, "NotFound", f"the server could not find the requested resource {path}")
+    return Target(resource, parts.get("ns") or "", parts.get("name"), parts.get("sub"))
+
+
+def resource_for(obj: dict[str, Any]) -> str:
+    """The resource key of a manifest, from its ``apiVersion`` and ``kind``."""
+    for key, resource in RESOURCES.items():
+        if resource.kind == obj.get("kind") and Resource.api_version(key) == obj.get("apiVersion"):
+            return key
+    raise KeyError(f"the fake API server serves no {obj.get('apiVersion')} {obj.get('kind')}")

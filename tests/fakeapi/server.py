@@ -1,0 +1,200 @@
+"""The fake Kubernetes API server tests start: real HTTP on 127.0.0.1 over ``Store``, plus what tests steer.
+
+Tests seed and inspect state directly (``put``, ``apply``, ``get``, ``objects``, ``delete``), make history vanish
+(``compact``, ``expire_watches``, ``bookmark``), inject faults (``fail``), latency (``delay``) and races (``gate``),
+and read every request back (``requests``, ``requests_to``). Not implemented, on purpose: auth (tokens are only
+recorded), set-based label selectors, server-side apply, strategic merge and JSON patch.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient
+
+from scheduler.kube.connect import load_api_client
+from tests.fakeapi.http import QuietServer, Request, handler_for
+from tests.fakeapi.resources import StatusError
+from tests.fakeapi.store import Store
+
+__all__ = ["FakeApiServer", "connected", "running"]
+
+
+@dataclass
+class _Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    reason: str
+    message: str
+    times: int
+
+
+class FakeApiServer:
+    def __init__(self) -> None:
+        self.store = Store()
+        self._faults: list[_Fault] = []
+        self._delays: list[tuple[str, re.Pattern[str], float]] = []
+        self._gates: list[tuple[str, re.Pattern[str], threading.Barrier]] = []
+        self.requests: list[Request] = []
+        self._server = QuietServer(("127.0.0.1", 0), handler_for(self))
+        self._thread = threading.Thread(
+            target=functools.partial(self._server.serve_forever, poll_interval=0.05), name="fake-apiserver", daemon=True
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End open watches and stop serving; safe on a server that never started (its port is just closed)."""
+        with self.store.cond:
+            self.store.closing = True
+            self.store.cond.notify_all()
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+        self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def write_kubeconfig(self, path: Path, *, token: str = "test-token") -> Path:
+        document = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": {"token": token}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+            "current-context": "fake",
+        }
+        path.write_text(yaml.safe_dump(document))
+        return path
+
+    # --- data ------------------------------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self.store.cond:
+            return self.store.rv
+
+    def put(self, resource: str, obj: dict[str, Any], *, silent: bool = False) -> dict[str, Any]:
+        """Create or replace an object whole (no version check), emitting ADDED or MODIFIED — or, with ``silent``,
+        a change no watcher will ever be told about (as if its event was compacted away before delivery)."""
+        return self.store.save(resource, copy.deepcopy(obj), silent=silent)
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``kubectl apply`` of a manifest (resource from its apiVersion and kind): status is kept."""
+        return self.store.apply(obj)
+
+    def get(self, resource: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        with self.store.cond:
+            found = self.store.objects.get(resource, {}).get((namespace, name))
+            return copy.deepcopy(found) if found else None
+
+    def objects(self, resource: str) -> list[dict[str, Any]]:
+        with self.store.cond:
+            return [copy.deepcopy(o) for _, o in sorted(self.store.objects.get(resource, {}).items())]
+
+    def delete(self, resource: str, name: str, namespace: str = "", *, silent: bool = False) -> None:
+        self.store.remove(resource, namespace, name, silent=silent)
+
+    def bind(self, name: str, namespace: str, node: str) -> None:
+        """What kube-scheduler's binding does (``pods/binding``), with the API server's refusals."""
+        with self.store.cond:
+            self.store.bind(
+                self.store.find("v1/pods", namespace, name),
+                {"kind": "Binding", "target": {"kind": "Node", "name": node}},
+            )
+
+    def compact(self) -> None:
+        """Forget history: watches from any resourceVersion up to now get 410 Gone."""
+        with self.store.cond:
+            self.store.compacted = self.store.rv
+            self.store.log = []  # open watches notice the new list and end once they drained the old one
+
+    def expire_watches(self, resource: str) -> None:
+        """Send 410 Gone to open watches of ``resource`` and compact, as etcd compaction does."""
+        with self.store.cond:
+            self.store.expire(resource)
+            self.compact()
+
+    def bookmark(self, resource: str) -> None:
+        self.store.bookmark(resource)
+
+    # --- steering ------------------------------------------------------------------------------------------------
+
+    def fail(self, method: str, path: str, status: int, *, reason: str = "", message: str = "", times: int = 1) -> None:
+        """Answer the next ``times`` requests whose path matches the regex ``path`` with an error Status."""
+        with self.store.cond:
+            self._faults.append(_Fault(method, re.compile(path), status, reason, message or reason, times))
+
+    def delay(self, method: str, path: str, seconds: float) -> None:
+        with self.store.cond:
+            self._delays.append((method, re.compile(path), seconds))
+
+    def gate(self, method: str, path: str, parties: int) -> None:
+        """Hold the next ``parties`` matching requests until all have arrived, then serve them: two clients are
+        guaranteed to read the same state before either writes. One-shot."""
+        with self.store.cond:
+            self._gates.append((method, re.compile(path), threading.Barrier(parties, timeout=5)))
+
+    def requests_to(self, method: str, path: str) -> list[Request]:
+        pattern = re.compile(path)
+        with self.store.cond:
+            return [r for r in self.requests if r.method == method and pattern.search(r.path)]
+
+    def before(self, request: Request) -> None:
+        """Called by the handler for every request: log it, then apply any delay, gate and fault that matches."""
+        method, path = request.method, request.path
+        with self.store.cond:
+            self.requests.append(request)
+            fault = next((f for f in self._faults if f.method == method and f.pattern.search(path) and f.times), None)
+            if fault is not None:
+                fault.times -= 1
+            pause = sum(s for m, p, s in self._delays if m == method and p.search(path))
+            gates = [b for m, p, b in self._gates if m == method and p.search(path) and not b.broken]
+        if pause:
+            time.sleep(pause)
+        for barrier in gates:
+            if barrier.wait() == 0:  # one-shot: later requests pass freely
+                with self.store.cond:
+                    self._gates = [g for g in self._gates if g[2] is not barrier]
+        if fault is not None:
+            raise StatusError(fault.status, fault.reason, fault.message)
+
+
+@contextmanager
+def connected(server: FakeApiServer, directory: Path) -> Iterator[ApiClient]:
+    """The real client, configured the way users do it: a kubeconfig file (here pointing at the fake)."""
+    client = load_api_client(str(server.write_kubeconfig(directory / "kubeconfig")))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@contextmanager
+def running(seed: Iterable[tuple[str, dict[str, Any]]] = ()) -> Iterator[FakeApiServer]:
+    """A started fake holding ``seed`` (resource, object) pairs; stopped on exit."""
+    server = FakeApiServer().start()
+    for resource, obj in seed:
+        server.put(resource, obj)
+    try:
+        yield server
+    finally:
+        server.stop()

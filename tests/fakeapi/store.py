@@ -1,0 +1,300 @@
+"""The fake API server's state and the API semantics tests rely on, with no HTTP.
+
+Objects per resource under one global resourceVersion; an event log for watches (410 Gone below the last
+``compact``); creation with ``generateName``, AlreadyExists and namespace checks; optimistic concurrency on PUT and
+on patches that carry ``metadata.resourceVersion``; ``metadata.generation`` bumped by spec changes; ``status`` only
+through its subresource; scheduling gates that can only be removed; ``pods/binding`` with kube-apiserver's refusals;
+and deletion that cascades to dependents (ownerReferences) unless orphaned — done at once, where the real garbage
+collector runs shortly after. Every refusal is a ``StatusError`` the HTTP layer turns into a ``v1.Status``.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, resource_for, status_body
+from tests.fakeapi.selectors import field_matches, label_matches, merge_patch
+
+__all__ = ["Store"]
+
+Obj = dict[str, Any]
+_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet (no vowels, no look-alikes)
+
+
+@dataclass
+class _Entry:
+    """One line of the watch log: a change (with the object before it, for selector transitions), a bookmark, or
+    an error for open watches."""
+
+    rv: int
+    resource: str
+    type: str
+    obj: Obj
+    old: Obj | None = None
+
+
+class Store:
+    def __init__(self) -> None:
+        self.cond = threading.Condition()  # re-entrant: helpers call each other holding it
+        self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self.log: list[_Entry] = []
+        self.rv = 100
+        self.compacted = 0
+        self.closing = False
+
+    # --- reads -------------------------------------------------------------------------------------------------
+
+    def find(self, resource: str, namespace: str, name: str) -> Obj:
+        found = self.objects.get(resource, {}).get((namespace, name))
+        if found is None:
+            plural = resource.rsplit("/", 1)[1]
+            raise StatusError(404, "NotFound", f'{plural} "{name}" not found')
+        return found
+
+    def page(
+        self, resource: str, namespace: str, *, fields: str | None, labels: str | None, start: int, limit: int
+    ) -> tuple[list[Obj], int, int | None]:
+        """One page of a list: the items, the list's resourceVersion and the offset to continue from."""
+        with self.cond:
+            everything = sorted(self.objects.get(resource, {}).items())
+            items = [
+                o
+                for (ns, _), o in everything
+                if (not namespace or ns == namespace) and field_matches(o, fields) and label_matches(o, labels)
+            ]
+            limit = limit or len(items)
+            more = start + limit if start + limit < len(items) else None
+            return [copy.deepcopy(o) for o in items[start : start + limit]], self.rv, more
+
+    # --- writes through the API ----------------------------------------------------------------------------------
+
+    def create(self, resource: str, namespace: str, body: Any) -> Obj:
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
+            raise StatusError(422, "Invalid", "metadata.name: Required value: name or generateName is required")
+        spec = RESOURCES[resource]
+        if spec.namespaced and meta.get("namespace", namespace) != namespace:
+            raise StatusError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+        meta["namespace"] = namespace if spec.namespaced else ""
+        with self.cond:
+            if not meta.get("name"):
+                meta["name"] = meta["generateName"] + "".join(_SUFFIX[b % len(_SUFFIX)] for b in uuid.uuid4().bytes[:5])
+            if (meta["namespace"], meta["name"]) in self.objects.get(resource, {}):
+                raise StatusError(409, "AlreadyExists", f'{resource.rsplit("/", 1)[1]} "{meta["name"]}" already exists')
+            if spec.status_subresource:  # a create cannot set status; a pod starts Pending
+                body.pop("status", None)
+                if resource == PODS:
+                    body["status"] = {"phase": "Pending"}
+            return self.save(resource, body)
+
+    def replace(self, resource: str, current: Obj, body: Any) -> Obj:
+        """PUT: conditional on ``metadata.resourceVersion`` when the body carries one, as kube-apiserver is."""
+        meta = (body or {}).get("metadata") or {}
+        if meta.get("name") != current["metadata"]["name"]:
+            raise StatusError(400, "BadRequest", "the name of the object does not match the name on the URL")
+        self._check_version(resource, current, meta.get("resourceVersion"))
+        updated = copy.deepcopy(body)
+        self._keep_identity(resource, current, updated)
+        return self.save(resource, updated)
+
+    def patch(self, resource: str, current: Obj, patch: Any, *, subresource: str | None) -> Obj:
+        """A merge patch of the object, or with ``subresource="status"`` of its status alone."""
+        if not isinstance(patch, dict):
+            raise StatusError(400, "BadRequest", "a merge patch must be a JSON object")
+        self._check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
+        if subresource == "status":
+            updated = copy.deepcopy(current)
+            updated["status"] = merge_patch(current.get("status"), patch.get("status") or {})
+        else:
+            updated = merge_patch(current, patch)
+            self._keep_identity(resource, current, updated)
+        if resource == PODS:
+            _check_gates(current, updated)
+        return self.save(resource, updated)
+
+    def delete(self, resource: str, current: Obj, *, propagation: str | None) -> None:
+        meta = current["metadata"]
+        self.remove(resource, meta.get("namespace", ""), meta["name"])
+        if propagation == "Orphan":
+            return
+        uid = meta.get("uid")
+        for other, bucket in self.objects.items():
+            for dependent in list(bucket.values()):
+                if any(ref.get("uid") == uid for ref in dependent["metadata"].get("ownerReferences") or []):
+                    self.delete(other, dependent, propagation=propagation)
+
+    def bind(self, pod: Obj, body: Any) -> None:
+        """``pods/binding``: the refusals kube-apiserver makes (bad Binding, stale UID, already bound, gated)."""
+        name = pod["metadata"]["name"]
+        target = ((body or {}).get("target") or {}) if isinstance(body, dict) else {}
+        if not isinstance(body, dict) or body.get("kind") != "Binding" or target.get("kind") != "Node":
+            raise StatusError(400, "BadRequest", "a Binding with target.kind Node and target.name is required")
+        if not target.get("name"):
+            raise StatusError(400, "BadRequest", "a Binding with target.kind Node and target.name is required")
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != pod["metadata"]["uid"]:
+            raise StatusError(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, UID in object meta: ")
+        if node := pod.get("spec", {}).get("nodeName"):
+            message = f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "{node}"'  # noqa: E501
+            raise StatusError(409, "Conflict", message)
+        if pod.get("spec", {}).get("schedulingGates"):
+            raise StatusError(500, "InternalError", f"pod {name} has non-empty .spec.schedulingGates")
+        updated = copy.deepcopy(pod)
+        updated.setdefault("spec", {})["nodeName"] = target["name"]
+        self.save(PODS, updated)
+
+    # --- test helpers: kubectl and etcd stand-ins ----------------------------------------------------------------
+
+    def apply(self, obj: Obj) -> Obj:
+        """Like ``kubectl apply``: create, or update labels, annotations and spec keeping status; no version check."""
+        resource = resource_for(obj)
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "") if RESOURCES[resource].namespaced else ""
+        with self.cond:
+            current = self.objects.get(resource, {}).get((namespace, meta["name"]))
+            updated = copy.deepcopy(obj)
+            updated["metadata"]["namespace"] = namespace
+            if current is not None:
+                updated["metadata"] = {**current["metadata"], **updated["metadata"]}
+                updated.pop("status", None)
+                if "status" in current:
+                    updated["status"] = current["status"]
+            return self.save(resource, updated)
+
+    def remove(self, resource: str, namespace: str, name: str, *, silent: bool = False) -> None:
+        with self.cond:
+            obj = self.objects.get(resource, {}).pop((namespace, name), None)
+            if obj is not None:
+                self.rv += 1
+                obj["metadata"]["resourceVersion"] = str(self.rv)
+                if not silent:
+                    self._append(resource, "DELETED", obj, old=obj)
+
+    def save(self, resource: str, obj: Obj, *, silent: bool = False) -> Obj:
+        """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation."""
+        spec = RESOURCES[resource]
+        with self.cond:
+            meta = obj.setdefault("metadata", {})
+            bucket = self.objects.setdefault(resource, {})
+            old = bucket.get((meta.get("namespace", ""), meta["name"]))
+            self.rv += 1
+            meta["resourceVersion"] = str(self.rv)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            before = old["metadata"].get("generation", 1) if old else 0
+            meta["generation"] = before + 1 if old is None or old.get("spec") != obj.get("spec") else before
+            obj.setdefault("kind", spec.kind)
+            obj.setdefault("apiVersion", Resource.api_version(resource))
+            bucket[(meta.get("namespace", ""), meta["name"])] = obj
+            if not silent:
+                self._append(resource, "ADDED" if old is None else "MODIFIED", obj, old=old)
+            return copy.deepcopy(obj)
+
+    # --- internals (hold self.cond) ------------------------------------------------------------------------------
+
+    def _check_version(self, resource: str, current: Obj, sent: str | None) -> None:
+        if sent and sent != current["metadata"]["resourceVersion"]:
+            plural, name = resource.rsplit("/", 1)[1], current["metadata"]["name"]
+            message = (
+                f'Operation cannot be fulfilled on {plural} "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again"
+            )
+            raise StatusError(409, "Conflict", message)
+
+    @staticmethod
+    def _keep_identity(resource: str, current: Obj, updated: Obj) -> None:
+        meta = updated.setdefault("metadata", {})
+        for key in ("namespace", "uid", "creationTimestamp", "generation"):
+            if key in current["metadata"]:
+                meta[key] = current["metadata"][key]
+        if RESOURCES[resource].status_subresource:  # only the status subresource writes status
+            updated.pop("status", None)
+            if "status" in current:
+                updated["status"] = copy.deepcopy(current["status"])
+
+    def _append(self, resource: str, event_type: str, obj: Obj, *, old: Obj | None = None) -> None:
+        self.log.append(_Entry(self.rv, resource, event_type, copy.deepcopy(obj), copy.deepcopy(old)))
+        self.cond.notify_all()
+
+    def bookmark(self, resource: str) -> None:
+        with self.cond:
+            meta = {"resourceVersion": str(self.rv)}
+            body = {"kind": RESOURCES[resource].kind, "apiVersion": Resource.api_version(resource), "metadata": meta}
+            self._append(resource, "BOOKMARK", body)
+
+    def expire(self, resource: str) -> None:
+        with self.cond:
+            self._append(resource, "ERROR", status_body(410, "Expired", "too old resource version"))
+
+    # --- watch ---------------------------------------------------------------------------------------------------
+
+    def watch(
+        self, *, resource: str, since: int, fields: str | None, labels: str | None, bookmarks: bool, timeout: float
+    ) -> Iterator[dict[str, Any]]:
+        """Events after ``since`` as a watch streams them, until ``timeout``, an error, compaction or shutdown."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            expired = since < self.compacted
+            log = self.log
+            position = next((i for i, e in enumerate(log) if e.rv > since), len(log))
+        if expired:
+            yield {"type": "ERROR", "object": status_body(410, "Expired", "too old resource version")}
+            return
+        while True:
+            with self.cond:
+                pending = log[position:]
+                position = len(log)
+                if not pending:
+                    if log is not self.log or self.closing:
+                        return  # compacted (a new log) or shutting down: the watch ends, the client re-watches
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self.cond.wait(min(remaining, 0.2))
+                    continue
+            for entry in (e for e in pending if e.resource == resource):
+                if entry.type == "ERROR":
+                    yield {"type": "ERROR", "object": entry.obj}
+                    return
+                if entry.type == "BOOKMARK":
+                    if bookmarks:
+                        yield {"type": "BOOKMARK", "object": entry.obj}
+                    continue
+                event_type = _seen_as(entry, fields=fields, labels=labels)
+                if event_type:
+                    yield {"type": event_type, "object": entry.obj}
+
+
+def _seen_as(entry: _Entry, *, fields: str | None, labels: str | None) -> str | None:
+    """The event a selecting watch sees: an object entering the selection is ADDED, one leaving it DELETED."""
+
+    def selected(obj: Obj | None) -> bool:
+        return obj is not None and field_matches(obj, fields) and label_matches(obj, labels)
+
+    now, before = selected(entry.obj), selected(entry.old)
+    if entry.type == "DELETED":
+        return "DELETED" if now else None
+    if now:
+        return "MODIFIED" if before else "ADDED"
+    return "DELETED" if before else None
+
+
+def _check_gates(current: Obj, updated: Obj) -> None:
+    had = {g.get("name") for g in (current.get("spec") or {}).get("schedulingGates") or []}
+    has = {g.get("name") for g in (updated.get("spec") or {}).get("schedulingGates") or []}
+    if added := sorted(has - had):
+        message = (
+            f"spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate '{added[0]}'"
+        )
+        raise StatusError(422, "Invalid", message)
