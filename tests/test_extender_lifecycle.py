@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.coordinator import BackgroundWorker
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod
 
@@ -106,3 +107,22 @@ def test_a_change_of_leadership_drops_plans_and_reservations() -> None:
     assert h.coordinator.ledger.book.count() == 0 and h.coordinator.debug_gangs() == []
     flag.leader = True
     assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
+
+
+def test_a_plan_that_ran_out_of_time_is_tried_again_on_the_next_filter() -> None:
+    calls: list[str] = []
+
+    def slow_then_fine(request: GangRequest, view: ClusterView, options: SolveOptions) -> Result:
+        calls.append(request.key)
+        if len(calls) == 1:
+            return Result(status=Status.TIMED_OUT, reason="no plan found within the time limit")
+        return solve(request, view, options)
+
+    p = pod("solo", gpus=8)
+    h = harness(nodes=NODES, pods=[p], solver=slow_then_fine)
+    client = SyncClient(h.app)
+    first = client.post("/filter", json=filter_body(p, NAMES)).json()
+    assert first["NodeNames"] == [] and "time limit" in first["FailedNodes"]["a0"]
+    # Nothing in the cluster changed, yet the next call plans again instead of repeating the refusal.
+    assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
+    assert len(calls) == 2

@@ -153,6 +153,8 @@ class Planner:
                 record.placement_score = result.placement_score
             else:
                 record.state = GangState.INFEASIBLE
+                # Out of time is not a proof: let the next filter try again rather than wait for capacity to free.
+                record.dirty = record.dirty or result.status == Status.TIMED_OUT
         self._metrics.plans.labels(str(result.status)).inc()
         log.info(
             "planned gang=%s status=%s pods=%d score=%s seconds=%.4f reason=%s",
