@@ -62,14 +62,20 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         everything = _solve_guaranteed(whole, attempt)
         if isinstance(everything, _Plan):
             solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
-            return planned(problem, everything.counts, solver=solver)
+            return _with_bound(planned(problem, everything.counts, solver=solver), optimal=everything.optimal)
         options = replace(options, time_limit_seconds=max(0.01, deadline - time.perf_counter()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found
     counts = add_extras(problem, found.counts)
     solver = {"optimal": float(found.optimal), "models": float(found.models)}
-    return planned(problem, counts, bounds=found.bounds, solver=solver)
+    return _with_bound(planned(problem, counts, bounds=found.bounds, solver=solver), optimal=found.optimal)
+
+
+def _with_bound(result: Result, *, optimal: bool) -> Result:
+    """``Result.bound`` for cpsat: the best placementScore any plan could reach, as far as the search proved —
+    the plan's own score when it is proven optimal, else 1.0 (nothing better was ruled out)."""
+    return replace(result, bound=result.placement_score if optimal else 1.0)
 
 
 def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result:
