@@ -36,7 +36,7 @@ class CountingStore(ClusterStore):
         return {o.key for o in (self.pods() if kind == "Pod" else self.podgangs())}
 
 
-def wait_for(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
+def wait_for(predicate: Callable[[], bool], *, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -196,4 +196,5 @@ def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
     for thread in threads:
         thread.join(timeout=5)
     assert not any(t.is_alive() for t in threads)
-    assert time.monotonic() - started < 3, "a parked watch was not interrupted"
+    # The watches are 300 s long; 10 s leaves room for a loaded CI machine and still proves the interruption.
+    assert time.monotonic() - started < 10, "a parked watch was not interrupted"
