@@ -87,6 +87,10 @@ class NamespacedName(_Kept):
     namespace: str = ""
     name: str
 
+    def key_in(self, namespace: str) -> str:
+        """``namespace/name``, with an empty namespace meaning the referring object's own."""
+        return f"{self.namespace or namespace}/{self.name}"
+
 
 class PackConstraint(_Kept):
     """Values are node-label keys in a PodGang (domain names in a PodCliqueSet: see ``TopologyConstraint``)."""
@@ -151,6 +155,11 @@ class PodGang(_Kept):
     @property
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    def member_keys(self) -> list[str]:
+        """Every referenced pod as ``namespace/name``, group by group, in reference order."""
+        namespace = self.metadata.namespace
+        return [ref.key_in(namespace) for group in self.spec.podgroups for ref in group.podReferences]
 
 
 # --- grove.io/v1alpha1: PodCliqueSet and ClusterTopologyBinding ------------------------------------------------

@@ -38,9 +38,10 @@ def fewest_to_cover(capacities: Iterable[int], need: int) -> int | None:
     return int(np.searchsorted(total, need)) + 1
 
 
-def tier_bounds(problem: Problem, nodes: Ints | None = None) -> tuple[int, ...] | None:
+def tier_bounds(problem: Problem, nodes: Ints | None = None, *, exact_fit: bool = True) -> tuple[int, ...] | None:
     """A lower bound per tier (see :mod:`placement.objective`) for plans using only the candidate nodes at
-    indexes ``nodes`` (default: all); ``None`` when even this relaxation cannot place every ``minReplicas``."""
+    indexes ``nodes`` (default: all); ``None`` when even this relaxation cannot place every ``minReplicas``.
+    ``exact_fit=False`` skips the set enumeration of the wholly-free-nodes tier (cheaper, looser)."""
     arrays = problem.arrays
     idx = np.arange(len(problem.nodes)) if nodes is None else nodes
     needs = _needs(problem, range(len(problem.groups)))
@@ -61,7 +62,9 @@ def tier_bounds(problem: Problem, nodes: Ints | None = None) -> tuple[int, ...] 
         k = spans[problem.span_levels.index(problem.fresh_level)]
         fresh.append(_fresh_domains(needs, arrays.level_ids[problem.fresh_level], arrays.fresh_domain_mask(), idx, k))
     coarse = _fresh_nodes(problem, needs, idx, spans[0] if spans else None)
-    fresh.append(max(coarse, _fresh_nodes_by_set(problem, needs, idx, spans, fresh[:-1] if fresh else [], coarse)))
+    if exact_fit:
+        coarse = max(coarse, _fresh_nodes_by_set(problem, needs, idx, spans, fresh, coarse))
+    fresh.append(coarse)
     pods = [len(g.pods) for g in problem.groups]
     room = [int(arrays.cap[g][idx].sum()) for g in range(len(pods))]
     missing = sum(p - min(p, r) for p, r in zip(pods, room, strict=True))
@@ -76,7 +79,8 @@ class Bounds:
 
     per_tier: tuple[int, ...]
     lexicographic: tuple[int, ...]
-    by_domain: Mapping[str, tuple[int, ...]] | None = None
+    by_domain: Mapping[str, tuple[int, ...]] | None = None  # without the exact best-fit refinement
+    members: Mapping[str, Ints] | None = None  # candidate node indexes per domain, for refining on demand
 
 
 def gang_bounds(problem: Problem) -> Bounds | None:
@@ -95,15 +99,18 @@ def gang_bounds(problem: Problem) -> Bounds | None:
     order = np.argsort(ids, kind="stable")
     edges = [*np.flatnonzero(np.diff(ids[order], prepend=-1)).tolist(), len(ids)]
     by_domain: dict[str, tuple[int, ...]] = {}
+    members: dict[str, Ints] = {}
     for begin, end in itertools.pairwise(edges if len(ids) else []):
         idx = order[begin:end]
         name = names[int(ids[idx[0]])]
-        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx)) is not None:
+        # Coarse per domain: the exact best-fit refinement is paid only for domains a search actually reaches.
+        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx, exact_fit=False)) is not None:
             by_domain[name] = found
+            members[name] = idx
     if not by_domain:
         return None
     per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
-    return Bounds(per_tier, min(by_domain.values()), by_domain)
+    return Bounds(per_tier, min(by_domain.values()), by_domain, members)
 
 
 def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:

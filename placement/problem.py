@@ -101,7 +101,8 @@ class Problem:
             cap = group.cap if nodes is None else {n: c for n, c in group.cap.items() if n in nodes}
             groups.append(replace(group, cap=cap))
         twin.groups = tuple(groups)
-        twin.nodes = tuple(n for n in self.nodes if any(n in g.cap for g in twin.groups))
+        kept = set().union(*(g.cap for g in twin.groups))
+        twin.nodes = tuple(n for n in self.nodes if n in kept)
         twin.node_set = frozenset(twin.nodes)
         # Sliced from the parent's arrays: ``host_cap`` still describes the parent's candidates, not the twin's.
         twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)

@@ -11,6 +11,11 @@ Partial results: only ``first-fit`` and ``spread`` ever return one. Their status
 guaranteed pod got a node; otherwise ``Infeasible``, but ``assignment`` still holds the pods they did place
 (a kube-scheduler without gangs binds those and strands their GPUs, which is what the benchmark measures).
 Gang policies return an empty assignment unless the whole gang fits.
+
+``objective_parts``: each objective tier by name (see :mod:`placement.objective`), and for ``cpsat``
+``optimal`` (1.0 when the plan is proven best) and ``models`` (CP-SAT models solved; 0 when the greedy plan met
+the lower bound). ``bound`` (``cpsat`` only): the best placementScore any plan could reach as far as the search
+proved — the plan's own score when proven optimal, else 1.0.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def gang_request(gang: PodGang, pods: Mapping[str, Pod], nodes: Sequence[Node]) 
         at = f"{where}: spec.podgroups[{index}] ({podgroup.name})"
         group_pods: list[Pod] = []
         for reference in podgroup.podReferences:
-            key = f"{reference.namespace or gang.metadata.namespace}/{reference.name}"
+            key = reference.key_in(gang.metadata.namespace)
             pod = pods.get(key)
             if pod is None:
                 raise GangRequestError(f"{at}: pod {key} is referenced but does not exist")

@@ -57,11 +57,7 @@ def _pending_gangs(snapshot: Snapshot) -> tuple[list[dict[str, Any]], int]:
     entries: list[dict[str, Any]] = []
     covered: set[str] = set()
     for gang in snapshot.podgangs:
-        refs = [
-            f"{ref.namespace or gang.metadata.namespace}/{ref.name}"
-            for group in gang.spec.podgroups
-            for ref in group.podReferences
-        ]
+        refs = gang.member_keys()
         covered.update(refs)
         # Pending: some member still waits for a node, or is referenced but not created yet.
         if not any(ref in waiting or ref not in pods for ref in refs):

@@ -187,3 +187,22 @@ def test_objects_built_in_code_write_what_the_api_server_needs() -> None:
         "spec": {"podgroups": [{"name": "c", "podReferences": [], "minReplicas": 0}]},
         "status": {"phase": "Pending"},
     }
+
+
+def test_member_keys_fall_back_to_the_gangs_namespace_and_keep_reference_order() -> None:
+    gang = PodGang.model_validate(
+        {
+            "metadata": {"name": "g", "namespace": "team"},
+            "spec": {
+                "podgroups": [
+                    {
+                        "name": "a",
+                        "minReplicas": 1,
+                        "podReferences": [{"name": "a-1"}, {"namespace": "x", "name": "a-0"}],
+                    },
+                    {"name": "b", "minReplicas": 0, "podReferences": [{"name": "b-0"}]},
+                ]
+            },
+        }
+    )
+    assert gang.member_keys() == ["team/a-1", "x/a-0", "team/b-0"]

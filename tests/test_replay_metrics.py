@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from placement.request import GangRequest, GroupRequest, PackScope
 from scheduler.replay.engine import replay
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.replay.metrics import percentile, summarise
@@ -93,3 +94,17 @@ def test_gpu_time_against_a_required_constraint_is_not_delivered() -> None:
 )
 def test_percentile_nearest_rank(values: list[float], share: float, expected: float) -> None:
     assert percentile(values, share) == expected
+
+
+def test_unlabelled_nodes_are_no_pooled_domain_for_a_required_pack() -> None:
+    # n1 carries clique c1 with 4 free GPUs; n2 and n3 carry no clique label, 4 free GPUs each. A gang needing
+    # 2 × 4 GPUs in one clique can use neither: c1 holds 4 < 8, and the unlabelled nodes are no clique at all
+    # (lumped together they would look like an 8-GPU domain). All 12 free GPUs are fragmented.
+    topology = Topology([host("n1", gpus=4, clique="c1"), host("n2", gpus=4), host("n3", gpus=4)])
+    group = GroupRequest(name="w", pods=("ns/w-0", "ns/w-1"), demand={"nvidia.com/gpu": 4, "pods": 1}, min_replicas=2)
+    request = GangRequest(namespace="ns", name="g", groups=(group,), packs=(PackScope(groups=("w",), required=CLIQUE),))
+    free = {name: {"nvidia.com/gpu": 4, "pods": 110} for name in ("n1", "n2", "n3")}
+    assert make_fragmentation(topology)([request], free) == 12
+    # Without the pack constraint every node could take a pod: nothing is fragmented.
+    unpacked = GangRequest(namespace="ns", name="g", groups=(group,))
+    assert make_fragmentation(topology)([unpacked], free) == 0

@@ -111,7 +111,8 @@ class Topology:
     def free_per_domain(
         self, level: str, free: Mapping[str, Mapping[str, int]], resource: str = GPU_RESOURCE
     ) -> dict[str, int]:
-        """Sum of ``free[node][resource]`` over each domain's nodes at ``level``."""
+        """Sum of ``free[node][resource]`` over each domain's nodes at ``level``. The ``UNKNOWN`` entry is a bucket of
+        the nodes without the level's label, not a domain: its sum is no capacity any one gang could pack into."""
         return {
             value: sum(free.get(node, {}).get(resource, 0) for node in nodes)
             for value, nodes in self._members[level].items()

@@ -17,10 +17,11 @@ whether it was proven best.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, replace
 
-from placement.bounds import Bounds, gang_bounds
+from placement.bounds import Bounds, gang_bounds, tier_bounds
 from placement.cpsat.solver import ModelOutcome, solve_model
 from placement.explain import explain_infeasible, relaxation_reason
 from placement.extras import add_extras
@@ -61,14 +62,20 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         everything = _solve_guaranteed(whole, attempt)
         if isinstance(everything, _Plan):
             solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
-            return planned(problem, everything.counts, solver=solver)
+            return _with_bound(planned(problem, everything.counts, solver=solver), optimal=everything.optimal)
         options = replace(options, time_limit_seconds=max(0.01, deadline - time.perf_counter()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found
     counts = add_extras(problem, found.counts)
     solver = {"optimal": float(found.optimal), "models": float(found.models)}
-    return planned(problem, counts, bounds=found.bounds, solver=solver)
+    return _with_bound(planned(problem, counts, bounds=found.bounds, solver=solver), optimal=found.optimal)
+
+
+def _with_bound(result: Result, *, optimal: bool) -> Result:
+    """``Result.bound`` for cpsat: the best placementScore any plan could reach, as far as the search proved —
+    the plan's own score when it is proven optimal, else 1.0 (nothing better was ruled out)."""
+    return replace(result, bound=result.placement_score if optimal else 1.0)
 
 
 def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result:
@@ -142,15 +149,28 @@ def _timed_out(
 
 
 def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: SolveOptions) -> _Plan | Result:
-    assert bounds.by_domain is not None
+    """Branch and bound over the domains of the gang-wide required key, best bound first. Domain bounds start
+    coarse; a domain's exact best-fit bound is computed when it reaches the front, and it is re-queued if that
+    moves it back. The search stops when the front bound cannot beat the best plan."""
+    assert bounds.by_domain is not None and bounds.members is not None
     scope = next(s for s in problem.required if len(s.groups) == len(problem.groups))
+    # (bound, 1 if still coarse else 0, domain): among equal bounds a refined domain comes first, so a domain
+    # that meets its bound ends the search before every other one is refined.
+    queue = [(bound, 1, value) for value, bound in bounds.by_domain.items()]
+    heapq.heapify(queue)
     best: tuple[tuple[int, ...], Counts] | None = None
     proven = True
     models = 0
     tried_late = 0
-    for value, bound in sorted(bounds.by_domain.items(), key=lambda item: item[1]):
+    while queue:
+        bound, coarse, value = queue[0]
         if best is not None and bound >= best[0]:
-            break  # neither this domain nor any later one (sorted by bound) can beat the best plan
+            break  # neither this domain nor any behind it can beat the best plan
+        if coarse:
+            refined = tier_bounds(problem, bounds.members[value])
+            heapq.heapreplace(queue, (refined or bound, 0, value))
+            continue
+        heapq.heappop(queue)
         late = deadline - time.perf_counter() <= 0
         if late and (best is not None or tried_late >= _LATE_GREEDY_DOMAINS):
             proven = False
@@ -174,4 +194,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
         if proven:
             return refused(explain_infeasible(problem))
         return _timed_out(problem, None, bounds, options, models=models)
-    return _Plan(best[1], bounds.per_tier, optimal=proven or best[0] == bounds.lexicographic, models=models)
+    # The lexicographic bound the search established: the best plan if nothing left could beat it, else the
+    # front of the queue. It is what placementScore measures against.
+    floor = best[0] if not queue or queue[0][0] >= best[0] else queue[0][0]
+    return _Plan(best[1], floor, optimal=proven and floor == best[0], models=models)

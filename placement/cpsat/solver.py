@@ -95,7 +95,6 @@ def solve_model(
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(remaining, 0.01)
         solver.parameters.num_workers = workers
-        solver.parameters.log_search_progress = bool(__import__("os").environ.get("CPLOG"))
         status = solver.solve(mv.model)
         remaining -= solver.wall_time
         if status == cp_model.INFEASIBLE:

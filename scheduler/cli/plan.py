@@ -97,11 +97,7 @@ def _pending(snapshot: Snapshot, pods: Mapping[str, Pod]) -> list[PodGang]:
     """Gangs with a member that still waits for a node (or is referenced but not created yet)."""
     found = []
     for gang in snapshot.podgangs:
-        refs = [
-            f"{ref.namespace or gang.metadata.namespace}/{ref.name}"
-            for group in gang.spec.podgroups
-            for ref in group.podReferences
-        ]
+        refs = gang.member_keys()
         if any(ref not in pods or (not pods[ref].spec.nodeName and not pods[ref].terminal) for ref in refs):
             found.append(gang)
     return found

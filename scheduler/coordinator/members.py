@@ -103,7 +103,7 @@ def gang_members(store: ClusterStore, ref: GangRef, *, request_pod: Pod | None =
         present: list[Pod] = []
         missing: list[str] = []
         for reference in group.podReferences:
-            key = f"{reference.namespace or ref.namespace}/{reference.name}"
+            key = reference.key_in(ref.namespace)
             pod = store.pod(key)
             if pod is None:
                 missing.append(key)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from placement.request import GangRequest
 from scheduler.replay.engine import Fragmentation
 from topology import Topology
+from topology.graph import UNKNOWN
 
 GPU = "nvidia.com/gpu"
 
@@ -62,6 +63,11 @@ def _domain_free(
     node: str,
     free: Mapping[str, Mapping[str, int]],
 ) -> int:
+    domain = topology.domain_of(node, level)
+    if domain == UNKNOWN:
+        # A node without the required key's label cannot host the constrained pods (placement's rule), and the
+        # UNKNOWN entry of free_per_domain is a bucket of such nodes, not a domain whose GPUs could be pooled.
+        return 0
     if level not in cache:
         cache[level] = topology.free_per_domain(level, free)
-    return cache[level][topology.domain_of(node, level)]
+    return cache[level][domain]

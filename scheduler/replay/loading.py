@@ -29,11 +29,7 @@ def load_workload(snapshot: Snapshot, *, levels: Sequence[Level] | None = None) 
     background = {pod.key: (pod.spec.nodeName, pod.requests()) for pod in snapshot.pods if holds_capacity(pod)}
     pending = []
     for gang in snapshot.podgangs:
-        members = [
-            f"{ref.namespace or gang.metadata.namespace}/{ref.name}"
-            for g in gang.spec.podgroups
-            for ref in g.podReferences
-        ]
+        members = gang.member_keys()
         if any(key in background for key in members):
             continue
         created = gang.metadata.creationTimestamp

@@ -6,6 +6,7 @@ kube-apiserver's shapes: ``<Kind>List`` with ``metadata.resourceVersion`` and ``
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from dataclasses import dataclass
@@ -62,14 +63,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         request = self._read()
         try:
-            self.api.before(request)
+            gates = self.api.before(request)
             target = parse_path(request.path)
-            if target.name is None:
-                self._collection(target, request)
-            else:
-                self._object(target, request)
+            if request.method == "GET" and target.name is None and request.query.get("watch") in _TRUE:
+                self._watch(target, request)
+                return
+            code, body = self._collection(target, request) if target.name is None else self._object(target, request)
         except StatusError as err:
-            self._send(err.code, err.body())
+            code, body = err.code, err.body()
+            gates = []
+        # Gated requests have all read (or written) before any is answered: two clients surely saw the same state.
+        self.api.pass_gates(gates)
+        self._send(code, body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -89,46 +94,40 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _collection(self, target: Target, request: Request) -> None:
-        if request.method == "GET" and request.query.get("watch") in _TRUE:
-            self._watch(target, request)
-        elif request.method == "GET":
-            self._list(target, request)
-        elif request.method == "POST":
-            self._send(201, self.api.store.create(target.resource, target.namespace, request.body))
-        else:
-            raise StatusError(405, "MethodNotAllowed", f"{request.method} not allowed on a collection")
+    def _collection(self, target: Target, request: Request) -> tuple[int, Any]:
+        if request.method == "GET":
+            return 200, self._list(target, request)
+        if request.method == "POST":
+            return 201, self.api.store.create(target.resource, target.namespace, request.body)
+        raise StatusError(405, "MethodNotAllowed", f"{request.method} not allowed on a collection")
 
-    def _object(self, target: Target, request: Request) -> None:
+    def _object(self, target: Target, request: Request) -> tuple[int, Any]:
         store, method, sub = self.api.store, request.method, target.subresource
         assert target.name is not None
         with store.cond:  # held while answering, so the object cannot change under a check-then-write
             current = store.find(target.resource, target.namespace, target.name)
             if method == "GET" and sub in (None, "status"):
-                self._send(200, current)
-            elif method == "PUT" and sub is None:
-                self._send(200, store.replace(target.resource, current, request.body))
-            elif method == "PATCH" and sub in (None, "status"):
+                return 200, copy.deepcopy(current)
+            if method == "PUT" and sub is None:
+                return 200, store.replace(target.resource, current, request.body)
+            if method == "PATCH" and sub in (None, "status"):
                 if request.headers.get("content-type") != _MERGE_PATCH:
                     message = f"the fake serves merge patches only, not {request.headers.get('content-type')}"
                     raise StatusError(415, "UnsupportedMediaType", message)
-                self._send(200, store.patch(target.resource, current, request.body, subresource=sub))
-            elif method == "DELETE" and sub is None:
+                return 200, store.patch(target.resource, current, request.body, subresource=sub)
+            if method == "DELETE" and sub is None:
                 options = request.body if isinstance(request.body, dict) else {}
                 propagation = options.get("propagationPolicy") or request.query.get("propagationPolicy")
                 store.delete(target.resource, current, propagation=propagation)
-                self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
-            elif method == "POST" and target.resource == PODS and sub == "binding":
+                return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            if method == "POST" and target.resource == PODS and sub == "binding":
                 store.bind(current, request.body)
-                self._send(
-                    201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-                )
-            else:
-                kind = RESOURCES[target.resource].kind
-                where = f"{kind}/{sub}" if sub else kind
-                raise StatusError(405, "MethodNotAllowed", f"{method} {where} is not supported by the fake")
+                return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        kind = RESOURCES[target.resource].kind
+        where = f"{kind}/{sub}" if sub else kind
+        raise StatusError(405, "MethodNotAllowed", f"{method} {where} is not supported by the fake")
 
-    def _list(self, target: Target, request: Request) -> None:
+    def _list(self, target: Target, request: Request) -> dict[str, Any]:
         start = int(request.query.get("continue") or 0)
         page, version, more = self.api.store.page(
             target.resource,
@@ -146,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
                 item.pop("kind", None)
                 item.pop("apiVersion", None)
         kind, api_version = RESOURCES[target.resource].kind, Resource.api_version(target.resource)
-        self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta, "items": page})
+        return {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta, "items": page}
 
     def _watch(self, target: Target, request: Request) -> None:
         self.send_response(200)

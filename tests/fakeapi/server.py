@@ -44,12 +44,20 @@ class _Fault:
     times: int
 
 
+@dataclass
+class _Gate:
+    method: str
+    pattern: re.Pattern[str]
+    barrier: threading.Barrier
+    taken: int = 0
+
+
 class FakeApiServer:
     def __init__(self) -> None:
         self.store = Store()
         self._faults: list[_Fault] = []
         self._delays: list[tuple[str, re.Pattern[str], float]] = []
-        self._gates: list[tuple[str, re.Pattern[str], threading.Barrier]] = []
+        self._gates: list[_Gate] = []
         self.requests: list[Request] = []
         self._server = QuietServer(("127.0.0.1", 0), handler_for(self))
         self._thread = threading.Thread(
@@ -152,20 +160,20 @@ class FakeApiServer:
             self._delays.append((method, re.compile(path), seconds))
 
     def gate(self, method: str, path: str, parties: int) -> None:
-        """Hold the next ``parties`` matching requests until all have arrived, then serve them (in any order). Gate
-        writes to be sure several clients read the same state before any write lands; a gate on reads only says
-        they arrived together, not that both were served before one client went on to write. One-shot. The wait is long (``GATE_SECONDS``): the
-        other party will come, however loaded the machine is."""
+        """Hold the answers to the next ``parties`` matching requests until all of them have been handled, then send
+        them: two clients are guaranteed to read the same state before either can write. One-shot. The wait is long
+        (``GATE_SECONDS``): the other parties will come, however loaded the machine is."""
         with self.store.cond:
-            self._gates.append((method, re.compile(path), threading.Barrier(parties, timeout=GATE_SECONDS)))
+            self._gates.append(_Gate(method, re.compile(path), threading.Barrier(parties, timeout=GATE_SECONDS)))
 
     def requests_to(self, method: str, path: str) -> list[Request]:
         pattern = re.compile(path)
         with self.store.cond:
             return [r for r in self.requests if r.method == method and pattern.search(r.path)]
 
-    def before(self, request: Request) -> None:
-        """Called by the handler for every request: log it, then apply any delay, gate and fault that matches."""
+    def before(self, request: Request) -> list[threading.Barrier]:
+        """Called by the handler for every request: log it, apply any delay and fault that matches, and return the
+        gates it must pass (``pass_gates``) once its answer is ready and before it is sent."""
         method, path = request.method, request.path
         with self.store.cond:
             self.requests.append(request)
@@ -173,15 +181,21 @@ class FakeApiServer:
             if fault is not None:
                 fault.times -= 1
             pause = sum(s for m, p, s in self._delays if m == method and p.search(path))
-            gates = [b for m, p, b in self._gates if m == method and p.search(path) and not b.broken]
+            gates = [g for g in self._gates if g.method == method and g.pattern.search(path)]
+            for gate in gates:
+                gate.taken += 1
+            # One-shot: the first ``parties`` requests take the gate; later ones pass freely.
+            self._gates = [g for g in self._gates if g.taken < g.barrier.parties]
         if pause:
             time.sleep(pause)
-        for barrier in gates:
-            if barrier.wait() == 0:  # one-shot: later requests pass freely
-                with self.store.cond:
-                    self._gates = [g for g in self._gates if g[2] is not barrier]
         if fault is not None:
             raise StatusError(fault.status, fault.reason, fault.message)
+        return [gate.barrier for gate in gates]
+
+    @staticmethod
+    def pass_gates(gates: list[threading.Barrier]) -> None:
+        for barrier in gates:
+            barrier.wait()
 
 
 @contextmanager

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from placement import POLICIES, ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
 from placement.bounds import gang_bounds
+from placement.cpsat.solver import solve_model
 from placement.objective import counts_of, evaluate
 from placement.problem import prepare
 from placement.validation import violations
@@ -168,3 +170,20 @@ def test_baselines_are_sound_and_never_beat_the_oracle(case: tuple[GangRequest, 
             assert scores and evaluate(problem, counts_of(problem, result.assignment)) >= min(scores), policy
         if gang and not scores:
             assert result.status == Status.INFEASIBLE, policy
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases())
+def test_the_model_alone_matches_the_oracle(case: tuple[GangRequest, ClusterView]) -> None:
+    """The CP-SAT model without the greedy shortcut, bounds or pruning: the policy often proves optimality
+    before building it, so the model itself is checked here, with no hint and no lower bound."""
+    full, view = case
+    request = guaranteed_only(full)
+    problem = prepare(request, view)
+    scores = oracle_scores(request, view)
+    outcome = solve_model(problem, hint=None, lower=None, deadline=time.perf_counter() + 5, workers=1)
+    if not scores:
+        assert outcome.state == "infeasible"
+        return
+    assert outcome.state == "optimal"
+    assert evaluate(problem, outcome.counts) == min(scores)

@@ -21,6 +21,7 @@ def test_gang_fitting_only_in_one_nvlink_domain_goes_there() -> None:
     assert violations(request, cluster, result) == []
     assert nodes_of(result) <= {"z0c0h0", "z0c0h1"}
     assert result.placement_score == 1.0
+    assert result.objective_parts["optimal"] == 1 and result.bound == result.placement_score
 
 
 def test_gang_fitting_nowhere_names_the_closest_domain() -> None:
