@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 # Hypothesis keeps failing examples in ./.hypothesis by default; tests write only under their tmp dirs, and CI
-# starts from a fresh clone where a saved example would never be replayed anyway.
-settings.register_profile("grove-extender", database=None)
-settings.load_profile("grove-extender")
+# starts from a fresh clone where a saved example would never be replayed anyway: no database. No per-example
+# deadline either (a loaded 2-core machine makes any deadline a coin toss). On CI (``CI=true``) examples are derived
+# from each test, not drawn at random, so a failure there reproduces exactly. Tests' own ``max_examples`` stay modest.
+settings.register_profile("grove-extender", database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "grove-extender-ci", parent=settings.get_profile("grove-extender"), derandomize=True, print_blob=True
+)
+settings.load_profile("grove-extender-ci" if os.environ.get("CI", "").lower() == "true" else "grove-extender")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _HYPOTHESIS_HOME = pytest.StashKey[Path]()

@@ -7,6 +7,7 @@ reservations, re-plans) on whatever placement it returns, never a particular obj
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -114,11 +115,50 @@ def gang(
 
 
 class FakeClock:
+    """The coordinator's monotonic clock, moved by hand. Its ``sleep`` is the bind barrier's timer in harnesses built
+    with ``fake_time=True``: a barrier then times out when the test ``advance``s past its deadline, never because
+    the machine was slow."""
+
     def __init__(self) -> None:
         self.now = 1000.0
+        self.sleeps_started = 0
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
 
     def __call__(self) -> float:
         return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        wake = asyncio.get_running_loop().create_future()
+        entry = (self.now + seconds, wake)
+        self._sleepers.append(entry)
+        self.sleeps_started += 1
+        try:
+            await wake
+        finally:
+            self._sleepers = [s for s in self._sleepers if s[1] is not wake]
+
+    def sleeping(self) -> int:
+        return len(self._sleepers)
+
+    def advance(self, seconds: float) -> None:
+        """Move time on and wake every sleeper whose deadline has come."""
+        self.now += seconds
+        for deadline, wake in self._sleepers:
+            if deadline <= self.now and not wake.done():
+                wake.set_result(None)
+
+    async def until_sleeping(self, count: int) -> None:
+        """Wait (on real time, generously: it is waiting for something that will happen) until ``count`` sleepers
+        are parked, e.g. bind calls at the barrier. Plans may be solved in worker threads, hence not just yielding."""
+        deadline = time.monotonic() + PATIENCE_SECONDS
+        while len(self._sleepers) < count:
+            assert time.monotonic() < deadline, f"{len(self._sleepers)} of {count} sleepers after {PATIENCE_SECONDS}s"
+            await asyncio.sleep(0.005)
+
+
+PATIENCE_SECONDS = 60.0
+"""How long a test waits for something that must happen: long, so load on the machine never fails a test; a
+test that reaches it has hung, not lost a race."""
 
 
 @dataclass
@@ -139,6 +179,7 @@ def harness(
     pods: Iterable[Pod] = (),
     podgangs: Iterable[PodGang] = (),
     barrier_timeout: float = 2.0,
+    fake_time: bool = False,
     solver: Solver | None = None,
     store: ClusterStore | None = None,
     leadership: Leadership | None = None,
@@ -155,13 +196,28 @@ def harness(
         config=CoordinatorConfig(barrier_timeout_seconds=barrier_timeout),
         leadership=leadership,
         clock=clock,
+        # Real time by default: fuzz and property tests only need a barrier that eventually gives up.
+        barrier_timer=clock.sleep if fake_time else asyncio.sleep,
     )
     app = create_app(coordinator, registry=coordinator.registry)
     return Harness(store=store, writer=writer, coordinator=coordinator, app=app, clock=clock)
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(main())  # type: ignore[arg-type]
+    """Run a test's coroutine; one that hangs (a bind held at a barrier nobody releases) fails instead."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(main(), PATIENCE_SECONDS)
+
+    return asyncio.run(bounded())
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait for something that must happen (e.g. a status written in the background), generously."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {PATIENCE_SECONDS}s"
+        await asyncio.sleep(0.005)
 
 
 def filter_body(p: Pod, names: Iterable[str]) -> dict[str, Any]:

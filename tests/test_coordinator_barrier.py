@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from scheduler.coordinator.barrier import Arrival, BarrierTimeout, BindBarrier
+from tests.extender_support import FakeClock
 
 
 def _arrival(pod: str, loop: asyncio.AbstractEventLoop, group: str = "w") -> Arrival:
@@ -65,18 +66,21 @@ def test_a_failing_release_still_answers_everyone() -> None:
 
 def test_a_retried_bind_replaces_its_stale_arrival() -> None:
     async def main() -> tuple[str, dict[str, int]]:
-        barrier = BindBarrier()
+        clock = FakeClock()  # time moves only when told: the stale call cannot time out before it is replaced
+        barrier = BindBarrier(timer=clock.sleep)
         loop = asyncio.get_running_loop()
         stale = _arrival("a", loop)
         first = asyncio.ensure_future(
             barrier.wait("g", stale, satisfied=lambda arrived: False, release=_never, timeout=1)
         )
-        await asyncio.sleep(0)
+        await clock.until_sleeping(1)
         second = asyncio.ensure_future(
-            barrier.wait("g", _arrival("a", loop), satisfied=lambda arrived: False, release=_never, timeout=0.05)
+            barrier.wait("g", _arrival("a", loop), satisfied=lambda arrived: False, release=_never, timeout=1)
         )
         outcome = await first
         counts = barrier.arrived_per_group("g")
+        assert not second.done()
+        clock.advance(1)
         with pytest.raises(BarrierTimeout):
             await second
         return outcome, counts

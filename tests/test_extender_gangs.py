@@ -17,6 +17,7 @@ from tests.extender_support import (
     pod,
     podgang,
     run,
+    until,
 )
 
 
@@ -70,12 +71,13 @@ async def _filter_then_bind(client: httpx.AsyncClient, p, names) -> dict:
 
 def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
     pods, pg = gang("g", workers=3, gpus=8)
-    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    # Fake time: the barrier cannot time out while the machine is slow, only when the test moves the clock.
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
             first = [asyncio.create_task(_filter_then_bind(client, p, NAMES)) for p in pods[:2]]
-            await asyncio.sleep(0.2)
+            await h.clock.until_sleeping(2)  # both bind calls are held at the barrier
             assert not any(task.done() for task in first), "a bind answered before the gang was complete"
             assert h.writer.bindings == []
             last = await _filter_then_bind(client, pods[2], NAMES)
@@ -83,10 +85,8 @@ def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
             assert all(r == {"Error": ""} for r in results), results
             assert set(h.writer.bound_nodes()) == {p.key for p in pods}
             assert_no_overcommit(h.store)
-            for _ in range(100):  # the status is written in the background, after the binds are answered
-                if h.writer.statuses:
-                    break
-                await asyncio.sleep(0.01)
+            # The status is written in the background, after the binds are answered.
+            await until(lambda: bool(h.writer.statuses), "PodGang status written")
         status = h.store.podgang("default/g").status
         assert status is not None and status.phase == "Starting"
         assert [c.type for c in status.conditions] == ["Scheduled"]
@@ -97,15 +97,26 @@ def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
 
 def test_barrier_time_out_binds_nothing_and_says_who_is_missing() -> None:
     pods, pg = gang("g", workers=3, gpus=8)
-    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=0.2)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=2, fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
-            results = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
+            # One member reaches the barrier, a second joins it a second later (fake time, whole seconds so the
+            # deadlines compare exactly); then time runs out for each in turn.
+            early = asyncio.create_task(_filter_then_bind(client, pods[0], NAMES))
+            await h.clock.until_sleeping(1)
+            h.clock.advance(1)
+            late = asyncio.create_task(_filter_then_bind(client, pods[1], NAMES))
+            await h.clock.until_sleeping(2)
+            h.clock.advance(1)  # the early member's deadline
+            first_out = await early
+            assert not late.done()
+            h.clock.advance(1)  # the late member's deadline
+            results = [first_out, await late]
         for result in results:
             assert "nothing was bound" in result["Error"], result
         # The first to give up saw both waiting; the second saw only itself.
-        assert sorted("worker: 2 of 3" in r["Error"] for r in results) == [False, True]
+        assert ["worker: 2 of 3" in r["Error"] for r in results] == [True, False], results
         assert h.writer.bindings == []
         assert h.coordinator.metrics.barrier_timeouts._value.get() == 2
 
@@ -114,14 +125,16 @@ def test_barrier_time_out_binds_nothing_and_says_who_is_missing() -> None:
 
 def test_best_effort_extras_bind_after_the_guarantee_without_waiting() -> None:
     pods, pg = gang("g", workers=3, gpus=4, min_replicas=2)
-    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=0.5)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
             guaranteed = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
             assert guaranteed == [{"Error": ""}, {"Error": ""}]
+            waits_before = h.clock.sleeps_started
             extra = await _filter_then_bind(client, pods[2], NAMES)
             assert extra == {"Error": ""}
+            assert h.clock.sleeps_started == waits_before, "the extra waited at the barrier"
         assert len(h.writer.bindings) == 3
 
     run(main)
@@ -133,7 +146,7 @@ def test_two_gangs_racing_for_one_nvlink_domain_never_overcommit() -> None:
     pods_x, pg_x = gang("x", workers=3, gpus=4, required=CLIQUE)
     pods_y, pg_y = gang("y", workers=3, gpus=4, required=CLIQUE)
     pods_z, pg_z = gang("z", workers=3, gpus=4, required=CLIQUE)
-    h = harness(nodes=_cluster(), pods=[*pods_x, *pods_y, *pods_z], podgangs=[pg_x, pg_y, pg_z])
+    h = harness(nodes=_cluster(), pods=[*pods_x, *pods_y, *pods_z], podgangs=[pg_x, pg_y, pg_z], fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
@@ -232,7 +245,7 @@ def test_preemption_never_breaks_a_bound_gang() -> None:
 
 def test_restart_rebuilds_state_from_bound_pods_and_replans_the_rest() -> None:
     pods, pg = gang("g", workers=4, gpus=8, min_replicas=2)
-    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], fake_time=True)
 
     async def first_life() -> None:
         async with h.client() as client:
@@ -242,7 +255,7 @@ def test_restart_rebuilds_state_from_bound_pods_and_replans_the_rest() -> None:
     run(first_life)
     bound_before = h.writer.bound_nodes()
     # A new process over the same cluster state: no plans, no reservations, the bound pods are facts.
-    again = harness(nodes=(), store=h.store)
+    again = harness(nodes=(), store=h.store, fake_time=True)
 
     async def second_life() -> None:
         async with again.client() as client:
@@ -252,6 +265,7 @@ def test_restart_rebuilds_state_from_bound_pods_and_replans_the_rest() -> None:
                 assert chosen not in bound_before.values()  # 8-GPU pods cannot share a node already full
                 # The guarantee (2) is met by bound members: the extra binds at once, no barrier wait.
                 assert (await client.post("/bind", json=bind_body(p, chosen))).json() == {"Error": ""}
+        assert again.clock.sleeps_started == 0, "an extra waited at the barrier"
         assert_no_overcommit(again.store)
 
     run(second_life)
@@ -275,22 +289,28 @@ def test_bind_for_a_node_other_than_the_plan_is_refused() -> None:
 def test_a_member_refused_while_others_wait_at_the_barrier_recovers_after_the_time_out() -> None:
     # Two 8-GPU pods in one clique; domains A and B have two 8-GPU nodes each.
     pods, pg = gang("g", workers=2, gpus=8, required=CLIQUE)
-    h = harness(nodes=_cluster()[:4], pods=pods, podgangs=[pg], barrier_timeout=0.2)
+    h = harness(nodes=_cluster()[:4], pods=pods, podgangs=[pg], fake_time=True)
     names = NAMES[:4]
 
     async def main() -> None:
         async with h.client() as client:
             first = (await filter_one(client, pods[0], names))["NodeNames"][0]
             waiting = asyncio.create_task(client.post("/bind", json=bind_body(pods[0], first)))
-            await asyncio.sleep(0.05)
+            await h.clock.until_sleeping(1)  # the first member is held at the barrier
             planned = h.coordinator.ledger.records["default/g"].plan[pods[1].key]
             # kube-scheduler's own filters refuse the second member's planned node: around the waiting first
             # member (its clique now has no other room) the gang cannot be placed.
             refused = await filter_one(client, pods[1], [n for n in names if n != planned])
             assert refused["NodeNames"] == []
+            assert not waiting.done(), "the first member left the barrier before its time-out"
+            h.clock.advance(h.coordinator.config.barrier_timeout_seconds)
             assert "nothing was bound" in (await waiting).json()["Error"]
-            # After the time-out the gang is planned afresh, away from the refused node, and binds whole.
-            results = await asyncio.gather(*(_filter_then_bind(client, p, names) for p in pods))
+            # After the time-out the gang is planned afresh, away from the refused node, and binds whole. Filters
+            # one after the other, as kube-scheduler calls them (its scheduling loop is sequential); binds at once.
+            chosen = [(await filter_one(client, p, names))["NodeNames"] for p in pods]
+            assert all(len(nodes) == 1 for nodes in chosen), chosen
+            binds = [client.post("/bind", json=bind_body(p, nodes[0])) for p, nodes in zip(pods, chosen, strict=True)]
+            results = [reply.json() for reply in await asyncio.gather(*binds)]
             assert results == [{"Error": ""}, {"Error": ""}], results
         bound = h.writer.bound_nodes()
         assert planned not in bound.values()

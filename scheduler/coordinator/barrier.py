@@ -7,7 +7,8 @@ waiter with its own outcome. A waiter that is not taken within the time-out leav
 nothing, so kube-scheduler retries it and no gang is ever left half-bound by us.
 
 Lives on the event loop: every method runs on the loop's thread, so taking waiters needs no lock, and a time-out
-and a release can never both claim the same waiter.
+and a release can never both claim the same waiter. The time-out is awaited through an injected ``Timer``
+(``asyncio.sleep`` in production) so tests decide when it fires instead of racing the machine's load.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Arrival", "BarrierTimeout", "BindBarrier"]
+__all__ = ["Arrival", "BarrierTimeout", "BindBarrier", "Timer"]
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,13 @@ Satisfied = Callable[[dict[str, int]], bool]
 """Given arrivals per group, whether the gang's guarantee is met (the coordinator adds members bound already)."""
 
 
+Timer = Callable[[float], Awaitable[None]]
+"""Completes once the given seconds have passed (``asyncio.sleep``); may be cancelled when a release answers first."""
+
+
 class BindBarrier:
-    def __init__(self) -> None:
+    def __init__(self, *, timer: Timer = asyncio.sleep) -> None:
+        self._timer = timer
         self._waiting: dict[str, list[Arrival]] = {}
         # Releases run as their own tasks: a bind call cancelled by its client must not stop a gang's bindings
         # half-way. Held here so the loop does not drop them before they finish.
@@ -90,15 +96,18 @@ class BindBarrier:
             self._releases.add(task)
             task.add_done_callback(self._releases.discard)
             return await asyncio.shield(arrival.outcome)
+        expiry = asyncio.ensure_future(self._timer(timeout))
         try:
-            return await asyncio.wait_for(asyncio.shield(arrival.outcome), timeout)
-        except TimeoutError:
-            if arrival.taken:
-                # Taken by a release while the timer fired: the release answers, we wait for it.
-                return await arrival.outcome
-            waiting = self.arrived_per_group(gang)
-            self._leave(gang, arrival)
-            raise BarrierTimeout(waiting) from None
+            # ``asyncio.wait`` never cancels the outcome: a bind call cancelled by its client leaves it to the release.
+            await asyncio.wait((arrival.outcome, expiry), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            expiry.cancel()
+        if arrival.outcome.done() or arrival.taken:
+            # Answered, or taken by a release while the timer fired: the release answers, we wait for it.
+            return await arrival.outcome
+        waiting = self.arrived_per_group(gang)
+        self._leave(gang, arrival)
+        raise BarrierTimeout(waiting)
 
     def cancel_gang(self, gang: str, reason: str) -> int:
         """Answer every waiter of ``gang`` with ``reason`` (the gang or its plan went away)."""

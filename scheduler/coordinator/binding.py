@@ -17,7 +17,7 @@ from typing import Any
 
 from api.extender import ExtenderBindingArgs, ExtenderBindingResult
 from scheduler.cluster_writer import ClusterWriter, WriteError
-from scheduler.coordinator.barrier import Arrival, BarrierTimeout, BindBarrier
+from scheduler.coordinator.barrier import Arrival, BarrierTimeout, BindBarrier, Timer
 from scheduler.coordinator.ledger import GangState, Ledger
 from scheduler.coordinator.members import GangRef, gang_members, gang_ref_of
 from scheduler.coordinator.metrics import CoordinatorMetrics
@@ -41,6 +41,7 @@ class Binder:
         wall_clock: Callable[[], datetime],
         barrier_timeout_seconds: float,
         reservation_ttl_seconds: float,
+        barrier_timer: Timer = asyncio.sleep,
     ) -> None:
         self._store = store
         self._ledger = ledger
@@ -50,7 +51,7 @@ class Binder:
         self._wall_clock = wall_clock
         self._timeout = barrier_timeout_seconds
         self._ttl = reservation_ttl_seconds
-        self.barrier = BindBarrier()
+        self.barrier = BindBarrier(timer=barrier_timer)
         self._inline = bool(getattr(writer, "inline", False))
         self._background: set[asyncio.Task[None]] = set()
 

@@ -31,6 +31,7 @@ from api.extender import (
 from api.kube import NodeList
 from placement.request import SolveOptions
 from scheduler.cluster_writer import ClusterWriter
+from scheduler.coordinator.barrier import Timer
 from scheduler.coordinator.binding import Binder, utc_now
 from scheduler.coordinator.events import StoreEvents
 from scheduler.coordinator.ledger import GangState, Ledger
@@ -84,6 +85,7 @@ class Coordinator:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
+        barrier_timer: Timer = asyncio.sleep,
         levels: Sequence[Level] | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
@@ -112,6 +114,7 @@ class Coordinator:
             wall_clock=wall_clock,
             barrier_timeout_seconds=self.config.barrier_timeout_seconds,
             reservation_ttl_seconds=self.config.reservation_ttl_seconds,
+            barrier_timer=barrier_timer,
         )
         self.events = StoreEvents(store=store, ledger=self.ledger, planner=self.planner, writer=writer)
         store.subscribe(self.events.on_change)

@@ -64,6 +64,7 @@ class LeaseElector:
         timing: LeaseTiming | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        request_timeout: tuple[float, float] = WRITE_TIMEOUT,
     ) -> None:
         self._api = CoordinationV1Api(api_client)
         self._namespace = namespace
@@ -72,6 +73,8 @@ class LeaseElector:
         self._timing = timing or LeaseTiming()
         self._clock = clock
         self._wall = wall
+        # (connect, read) seconds per API call; tests that hold requests at a gate on a loaded machine pass more.
+        self._request_timeout = request_timeout
         self._lock = threading.Lock()
         self._leading = False
         self._renewed_at = 0.0
@@ -108,7 +111,7 @@ class LeaseElector:
     def _read(self) -> dict[str, Any] | None:
         try:
             response = self._api.read_namespaced_lease(
-                self._name, self._namespace, _preload_content=False, _request_timeout=WRITE_TIMEOUT
+                self._name, self._namespace, _preload_content=False, _request_timeout=self._request_timeout
             )
         except ApiException as err:
             if err.status == 404:
@@ -156,7 +159,7 @@ class LeaseElector:
 
     def _write(self, call: Callable[..., Any], **kwargs: Any) -> bool:
         try:
-            response_json(call(**kwargs, _preload_content=False, _request_timeout=WRITE_TIMEOUT))
+            response_json(call(**kwargs, _preload_content=False, _request_timeout=self._request_timeout))
         except ApiException as err:
             if err.status == 409:  # another candidate wrote first (or created it first)
                 return False

@@ -29,6 +29,10 @@ from tests.fakeapi.store import Store
 
 __all__ = ["FakeApiServer", "connected", "running"]
 
+GATE_SECONDS = 60.0
+"""How long a gate holds requests for the other parties: it waits for something that will happen, so it is long
+enough that a loaded machine never breaks it; reaching it means the test hung."""
+
 
 @dataclass
 class _Fault:
@@ -73,7 +77,7 @@ class FakeApiServer:
             self.store.cond.notify_all()
         if self._thread.is_alive():
             self._server.shutdown()
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=60)
         self._server.server_close()
 
     @property
@@ -157,9 +161,10 @@ class FakeApiServer:
 
     def gate(self, method: str, path: str, parties: int) -> None:
         """Hold the answers to the next ``parties`` matching requests until all of them have been handled, then send
-        them: two clients are guaranteed to read the same state before either can write. One-shot."""
+        them: two clients are guaranteed to read the same state before either can write. One-shot. The wait is long
+        (``GATE_SECONDS``): the other parties will come, however loaded the machine is."""
         with self.store.cond:
-            self._gates.append(_Gate(method, re.compile(path), threading.Barrier(parties, timeout=5)))
+            self._gates.append(_Gate(method, re.compile(path), threading.Barrier(parties, timeout=GATE_SECONDS)))
 
     def requests_to(self, method: str, path: str) -> list[Request]:
         pattern = re.compile(path)

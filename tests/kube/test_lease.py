@@ -11,6 +11,7 @@ from kubernetes.client import ApiClient
 
 from scheduler.kube.lease import LeaseElector, LeaseTiming
 from tests.fakeapi import LEASES, FakeApiServer
+from tests.fakeapi.server import GATE_SECONDS
 
 LEASE_PATH = r"^/apis/coordination.k8s.io/v1/namespaces/grove/leases/grove-extender$"
 
@@ -36,6 +37,9 @@ def elector(api_client: ApiClient, identity: str, clock: Clock, timing: LeaseTim
         timing=timing,
         clock=clock.monotonic,
         wall=clock.wall,
+        # A read held at a gate waits for the other candidate's thread; on a loaded machine that can take seconds,
+        # and a client time-out there would turn the race into a failed attempt.
+        request_timeout=(GATE_SECONDS, GATE_SECONDS),
     )
 
 
@@ -108,7 +112,7 @@ def test_racing_candidates_one_wins_by_resource_version(fake: FakeApiServer, api
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=2 * GATE_SECONDS)
     assert sorted(results.values()) == [False, True]
     winner = next(name for name, won in results.items() if won)
     assert holder(fake) == (winner, 1)
@@ -116,16 +120,18 @@ def test_racing_candidates_one_wins_by_resource_version(fake: FakeApiServer, api
 
 
 def test_stop_releases_the_lease_for_an_immediate_take_over(fake: FakeApiServer, api_client: ApiClient) -> None:
-    timing = LeaseTiming(lease_duration=3.0, renew_deadline=2.0, retry_period=0.05)
+    # Real time here: durations far beyond any stall of a loaded machine, so a keeps leading until it stops, and
+    # b can only take over at once because a released the lease.
+    timing = LeaseTiming(lease_duration=300.0, renew_deadline=200.0, retry_period=0.05)
     a = LeaseElector(api_client, namespace="grove", identity="a", timing=timing)
     stop = threading.Event()
     thread = a.start(stop)
-    deadline = time.monotonic() + 15  # generous: CI machines are shared
+    deadline = time.monotonic() + GATE_SECONDS  # waiting for something that will happen: generous
     while not a.is_leader():
         assert time.monotonic() < deadline
         time.sleep(0.01)
     stop.set()
-    thread.join(timeout=5)
+    thread.join(timeout=GATE_SECONDS)
     assert not a.is_leader()
     assert holder(fake)[0] == ""
     b = LeaseElector(api_client, namespace="grove", identity="b", timing=timing)

@@ -36,7 +36,8 @@ class CountingStore(ClusterStore):
         return {o.key for o in (self.pods() if kind == "Pod" else self.podgangs())}
 
 
-def wait_for(predicate: Callable[[], bool], *, timeout: float = 15.0) -> None:
+def wait_for(predicate: Callable[[], bool], *, timeout: float = 60.0) -> None:
+    # Waiting for something that will happen: generous, so a loaded machine never fails the test.
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -59,7 +60,7 @@ def watching(api_client: ApiClient) -> Iterator[tuple[CountingStore, threading.E
     yield store, stop
     stop.set()
     for thread in threads:
-        thread.join(timeout=5)
+        thread.join(timeout=60)
         assert not thread.is_alive(), f"{thread.name} did not stop"
 
 
@@ -134,7 +135,7 @@ def test_bookmarks_move_the_resume_point(fake: FakeApiServer, watching: tuple[Co
     # watch_timeout=2: the next node watch starts within ~2 s, from the bookmark's version
     wait_for(
         lambda: any(r.query.get("resourceVersion") == bookmark_version for r in fake.requests_to("GET", r"/nodes$")),
-        timeout=6,
+        timeout=60,
     )
     node_watches = [r for r in fake.requests_to("GET", r"/nodes$") if r.query.get("watch")]
     assert all(r.query.get("allowWatchBookmarks") == "true" for r in node_watches)
@@ -158,7 +159,7 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
     finally:
         stop.set()
         for thread in threads:
-            thread.join(timeout=5)
+            thread.join(timeout=60)
 
 
 def test_an_invalid_object_is_skipped_not_fatal(
@@ -194,7 +195,7 @@ def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
     started = time.monotonic()
     stop.set()
     for thread in threads:
-        thread.join(timeout=5)
+        thread.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
-    # The watches are 300 s long; 10 s leaves room for a loaded CI machine and still proves the interruption.
-    assert time.monotonic() - started < 10, "a parked watch was not interrupted"
+    # Far below the 300 s watch time-out, far above any stall of a loaded machine.
+    assert time.monotonic() - started < 30, "a parked watch was not interrupted"

@@ -107,7 +107,7 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         api.changes(1.0)
         stop.set()
         for thread in threads:
-            thread.join(timeout=5)
+            thread.join(timeout=60)
     made = {_verb(r) for r in server.requests}
     assert {("", "pods", "create"), ("", "pods", "patch"), ("", "pods", "delete"), ("", "events", "create")} <= made
     assert ("grove.io", "clustertopologybindings", "get") in made

@@ -120,25 +120,26 @@ def test_watches_stream_events_promptly_as_podcliqueset_keys() -> None:
         stop = threading.Event()
         threads = api.start_watches(stop)
         try:
-            assert (NS, "multinode-aggregated") in api.changes(5.0)  # the initial list
+            assert (NS, "multinode-aggregated") in api.changes(60.0)  # the initial list
             while api.changes(0.3):  # drain until quiet
                 pass
             server.apply(example("multinode-disaggregated"))
             started = time.monotonic()
             seen: set[tuple[str, str]] = set()
-            while (NS, "multinode-disaggregated") not in seen and time.monotonic() - started < 20:
+            while (NS, "multinode-disaggregated") not in seen and time.monotonic() - started < 60:
                 seen |= api.changes(0.2)
             assert (NS, "multinode-disaggregated") in seen
-            assert time.monotonic() - started < 10.0
+            # Promptly: well before the 300 s server-side watch ends, with room for a loaded machine.
+            assert time.monotonic() - started < 15.0
             Reconciler(api).reconcile(NS, "multinode-disaggregated")  # our own writes come back as the PCS key
-            assert api.changes(2.0) == {(NS, "multinode-disaggregated")}
+            assert api.changes(60.0) == {(NS, "multinode-disaggregated")}
         finally:
             stop.set()
             stopped = time.monotonic()
             for thread in threads:
-                thread.join(timeout=5)
+                thread.join(timeout=60)
         assert not any(thread.is_alive() for thread in threads)
-        assert time.monotonic() - stopped < 10.0  # stop unblocks the 300 s watches at once
+        assert time.monotonic() - stopped < 15.0  # stop unblocks the 300 s watches at once (well before they end)
     watches = [r for r in server.requests if r.query.get("watch") == "true"]
     pod_watch = next(r for r in watches if r.path == "/api/v1/pods")
     assert pod_watch.query["labelSelector"] == "app.kubernetes.io/managed-by=grove-operator,grove.io/podclique"
@@ -172,7 +173,8 @@ def test_run_loop_over_http_converges_a_new_pcs_and_follows_binds(server: FakeAp
     try:
 
         def wait_for(condition: Callable[[list[dict[str, Any]]], bool]) -> bool:
-            for _ in range(100):
+            deadline = time.monotonic() + 60  # waiting for something that will happen: generous
+            while time.monotonic() < deadline:
                 if condition(server.objects(PODS)):
                     return True
                 time.sleep(0.05)
@@ -190,9 +192,9 @@ def test_run_loop_over_http_converges_a_new_pcs_and_follows_binds(server: FakeAp
         assert wait_for(lambda pods: not any(gated(p) for p in pods))
     finally:
         stop.set()
-        loop.join(timeout=5)
+        loop.join(timeout=60)
         for thread in threads:
-            thread.join(timeout=5)
+            thread.join(timeout=60)
     assert not loop.is_alive()
 
 
