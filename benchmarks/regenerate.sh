@@ -10,7 +10,7 @@ POLICIES=cpsat,topology-greedy,gang-best-fit,spread,first-fit
 "$BIN/python" -m benchmarks.generate --out benchmarks/snapshots --data "$DATA" --seed 1
 mkdir -p benchmarks/results
 for name in gb200-nvl72 dgx-h100 alibaba-hetero; do
-    command="grove-extender bench --snapshot benchmarks/snapshots/$name.json.gz --policy $POLICIES \
+    command="grove-extender bench --snapshot benchmarks/snapshots/$name.json.gz --policy $POLICIES --workers 1 \
 --json benchmarks/results/$name.json --plot benchmarks/results/$name.png"
     {
         printf '<!-- produced by: %s -->\n\n' "$command"
