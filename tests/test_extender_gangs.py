@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import httpx
 
+from placement import solve
+from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.coordinator.members import gang_ref_of
 from tests.extender_support import (
     CLIQUE,
+    PATIENCE_SECONDS,
     assert_no_overcommit,
     bind_body,
     filter_one,
@@ -317,3 +322,43 @@ def test_a_member_refused_while_others_wait_at_the_barrier_recovers_after_the_ti
         assert len({h.store.node(n).metadata.labels[CLIQUE] for n in bound.values()}) == 1
 
     run(main)
+
+
+def test_a_filter_during_an_in_flight_replan_waits_for_it_instead_of_answering_the_stale_refusal() -> None:
+    # The first plan says Infeasible; a re-plan (the background worker's, after some cluster change) is then under
+    # way and will find room. A filter arriving meanwhile must not answer the old refusal: kube-scheduler would
+    # back the pod off for up to 10 s although its node is about to be known.
+    pods, pg = gang("late", workers=1, gpus=8)
+    replanning, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def solver(request: GangRequest, view: ClusterView, options: SolveOptions) -> Result:
+        calls.append(request.key)
+        if len(calls) == 1:
+            return Result(status=Status.INFEASIBLE, reason="stale refusal: no room yet")
+        replanning.set()
+        assert release.wait(PATIENCE_SECONDS)
+        return solve(request, view, options)
+
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], solver=solver)
+
+    async def main() -> dict:
+        async with h.client() as client:
+            first = await filter_one(client, pods[0], NAMES)
+            assert first["NodeNames"] == [] and "stale refusal" in first["FailedNodes"]["a0"]
+            worker = threading.Thread(
+                target=h.coordinator.planner.plan, args=(gang_ref_of(pods[0]),), kwargs={"force": True}
+            )
+            worker.start()
+            assert await asyncio.to_thread(replanning.wait, PATIENCE_SECONDS)
+            pending = asyncio.create_task(filter_one(client, pods[0], NAMES))
+            # Give the filter every chance to answer early (the bug answered at once); then let the re-plan finish.
+            await asyncio.wait({pending}, timeout=1.0)
+            release.set()
+            reply = await pending
+            await asyncio.to_thread(worker.join, PATIENCE_SECONDS)
+            return reply
+
+    reply = run(main)
+    assert len(reply["NodeNames"]) == 1, reply
+    assert len(calls) == 2  # the filter waited for the worker's plan instead of solving a third time

@@ -212,7 +212,9 @@ class Coordinator:
             if record is None:
                 return _Decision(replan=may_replan, reason=f"gang {ref.key} could not be planned")
             if record.state in (GangState.WAITING, GangState.INFEASIBLE):
-                changed = record.dirty or record.epoch != self.ledger.epoch
+                # A plan in flight (the background worker's) may be about to lift this refusal: planning again
+                # waits for it, and the fresh answer is read after.
+                changed = record.dirty or record.planning or record.epoch != self.ledger.epoch
                 return _Decision(replan=may_replan and changed, reason=record.reason)
             node = record.plan.get(pod_key)
             if node is None:

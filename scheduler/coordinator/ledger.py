@@ -36,6 +36,7 @@ class GangRecord:
     planned_at: float = 0.0
     epoch: int = 0  # the ledger's capacity epoch when this record was last decided
     dirty: bool = False  # a member or the PodGang changed since
+    planning: bool = False  # a plan is being computed now: the answer held here may be about to change
     fixed: dict[str, str] = field(default_factory=dict)  # pods waiting at the barrier → their node
     excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # group → node → until (kube refused)
 

@@ -72,47 +72,57 @@ class Planner:
     def plan(self, ref: GangRef, *, request_pod: Pod | None = None, force: bool = False) -> None:
         """Plan the gang unless it already holds a plan that needs no change (``force`` re-plans anyway)."""
         with self._serial:
-            self.expire()
-            for _ in range(_MAX_ATTEMPTS):
+            try:
+                self._plan_serially(ref, request_pod=request_pod, force=force)
+            finally:
                 with self._ledger.lock:
-                    record = self._ledger.record(ref)
-                    if not force and not _stale(record, self._ledger.epoch):
-                        return
-                    fixed = dict(record.fixed)
-                    held = {pod: r.node for pod, r in self._ledger.book.of_gang(ref.key).items()}
-                    excluded = record.excluded_now(self._clock())
-                    reserved = self._ledger.book.reserved_by_node(excluding=ref.key)
-                    epoch = self._ledger.epoch
-                    record.dirty = False
-                members = gang_members(self._store, ref, request_pod=request_pod)
-                if isinstance(members, str) or (reason := members.not_ready_reason()) is not None:
-                    waiting_reason = members if isinstance(members, str) else reason
-                    self._settle(ref, state=GangState.WAITING, reason=waiting_reason or "", epoch=epoch)
-                    self._metrics.plans.labels("waiting").inc()
+                    record = self._ledger.records.get(ref.key)
+                    if record is not None:
+                        record.planning = False
+
+    def _plan_serially(self, ref: GangRef, *, request_pod: Pod | None, force: bool) -> None:
+        self.expire()
+        for _ in range(_MAX_ATTEMPTS):
+            with self._ledger.lock:
+                record = self._ledger.record(ref)
+                if not force and not _stale(record, self._ledger.epoch):
                     return
-                kept, only = fixed, None
-                if _guarantee_met(members, fixed):
-                    # The gang already stands; what is left are best-effort extras, placed one by one as
-                    # kube-scheduler asks, around everything the gang holds.
-                    if request_pod is None or request_pod.key in held:
-                        self._settle_bound(ref, epoch=epoch)
-                        return
-                    kept, only = {**held, **fixed}, request_pod.key
-                outcome = plan_gang(
-                    members=members,
-                    store=self._store,
-                    topologies=self._topologies,
-                    reserved=reserved,
-                    fixed=kept,
-                    excluded=excluded,
-                    solver=self._solver,
-                    options=self._config.solve,
-                    only=only,
-                )
-                if self._commit(ref, outcome=outcome, fixed=fixed, kept=kept, extra=only is not None, epoch=epoch):
+                fixed = dict(record.fixed)
+                held = {pod: r.node for pod, r in self._ledger.book.of_gang(ref.key).items()}
+                excluded = record.excluded_now(self._clock())
+                reserved = self._ledger.book.reserved_by_node(excluding=ref.key)
+                epoch = self._ledger.epoch
+                record.dirty = False
+                record.planning = True
+            members = gang_members(self._store, ref, request_pod=request_pod)
+            if isinstance(members, str) or (reason := members.not_ready_reason()) is not None:
+                waiting_reason = members if isinstance(members, str) else reason
+                self._settle(ref, state=GangState.WAITING, reason=waiting_reason or "", epoch=epoch)
+                self._metrics.plans.labels("waiting").inc()
+                return
+            kept, only = fixed, None
+            if _guarantee_met(members, fixed):
+                # The gang already stands; what is left are best-effort extras, placed one by one as
+                # kube-scheduler asks, around everything the gang holds.
+                if request_pod is None or request_pod.key in held:
+                    self._settle_bound(ref, epoch=epoch)
                     return
-                force = True  # members reached the barrier while we solved: plan again around them
-            log.warning("plan kept changing under the solver gang=%s attempts=%d", ref.key, _MAX_ATTEMPTS)
+                kept, only = {**held, **fixed}, request_pod.key
+            outcome = plan_gang(
+                members=members,
+                store=self._store,
+                topologies=self._topologies,
+                reserved=reserved,
+                fixed=kept,
+                excluded=excluded,
+                solver=self._solver,
+                options=self._config.solve,
+                only=only,
+            )
+            if self._commit(ref, outcome=outcome, fixed=fixed, kept=kept, extra=only is not None, epoch=epoch):
+                return
+            force = True  # members reached the barrier while we solved: plan again around them
+        log.warning("plan kept changing under the solver gang=%s attempts=%d", ref.key, _MAX_ATTEMPTS)
 
     def _commit(
         self,
