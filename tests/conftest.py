@@ -1,4 +1,4 @@
-"""Shared test set-up: where the project's shared facts (recorded kube-scheduler requests, references) live."""
+"""Shared test set-up: hypothesis profiles, and where the tests' own fixtures live."""
 
 from __future__ import annotations
 
@@ -25,25 +25,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 _HYPOTHESIS_HOME = pytest.StashKey[Path]()
 
 
-def shared_dir() -> Path:
-    """The ``shared/`` folder that sits beside the repository.
-
-    CI clones main into a folder with a copy of ``shared/`` beside it (``<repo>/../shared``); developers' git
-    worktrees sit one level deeper (``<root>/wt/<name>``), so the nearest ancestor holding ``shared/`` wins.
-    Missing is an error, not a skip: tests that silently skip their fixtures prove nothing.
-    """
-    for parent in REPO_ROOT.parents:
-        candidate = parent / "shared"
-        if (candidate / "fixtures").is_dir():
-            return candidate
-    raise RuntimeError(
-        f"tests need the shared/ folder beside the repository ({REPO_ROOT.parent / 'shared'}); it was not found"
-    )
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    return shared_dir()
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+"""Data the tests read, carried in the repository (see its README): a fresh clone tests with nothing beside it."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

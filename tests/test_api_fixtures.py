@@ -1,4 +1,4 @@
-"""The extender wire models against what a real kube-scheduler v1.36 sent and read (shared/fixtures).
+"""The extender wire models against what a real kube-scheduler v1.36 sent and read (tests/fixtures).
 
 Requests must parse with the model their path names; replies must serialise with the PascalCase keys the Go
 types in ``k8s.io/kube-scheduler/extender/v1`` decode (they carry no json tags), holding the same values the
@@ -24,9 +24,9 @@ from api.extender import (
     HostPriorityList,
 )
 from api.grove import LABEL_PODGANG
-from tests.conftest import shared_dir
+from tests.conftest import FIXTURES as FIXTURES_ROOT
 
-FIXTURES = shared_dir() / "fixtures" / "kube-scheduler-v1.36"
+FIXTURES = FIXTURES_ROOT / "kube-scheduler-v1.36"
 FILES = sorted(FIXTURES.glob("node-*/*.json"))
 
 REQUEST_MODEL: dict[str, type[BaseModel]] = {

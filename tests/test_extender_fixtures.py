@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from api.kube import Node, NodeList, Pod
-from tests.conftest import shared_dir
+from tests.conftest import FIXTURES as FIXTURES_ROOT
 from tests.extender_support import assert_no_overcommit, harness, podgang, run
 
-FIXTURES = shared_dir() / "fixtures" / "kube-scheduler-v1.36"
+FIXTURES = FIXTURES_ROOT / "kube-scheduler-v1.36"
 MODES = ["node-list", "node-names"]
 
 

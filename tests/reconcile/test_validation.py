@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +11,7 @@ import yaml
 from api.grove import ClusterTopologyBinding
 from scheduler.reconcile.fields import go_duration_seconds
 from scheduler.reconcile.validation import validate
+from tests.conftest import FIXTURES
 from tests.reconcile.examples import example, pcs_model
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -256,33 +255,26 @@ def test_go_durations(text: str, seconds: float | None) -> None:
     assert go_duration_seconds(text) == (pytest.approx(seconds) if seconds is not None else None)
 
 
-def _seed_pcs(shared: Path, file_prefix: str, name: str) -> dict[str, Any]:
-    text = next(shared.glob(f"seeds/{file_prefix}_*.txt")).read_text()
-    for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
-        try:
-            document = yaml.safe_load(block)
-        except yaml.YAMLError:  # the docs also hold schematic blocks such as `replicas: int32`
-            continue
-        if not isinstance(document, dict) or document.get("kind") != "PodCliqueSet":
-            continue
-        if (document.get("metadata") or {}).get("name") == name:
-            document["metadata"].setdefault("namespace", "default")
-            return document
-    raise AssertionError(f"no PodCliqueSet {name} in seed {file_prefix}")
+def _seed_pcs(file_prefix: str, name: str) -> dict[str, Any]:
+    """A PodCliqueSet example of Grove's user docs (``tests/fixtures/grove-docs``, kept as the docs show it)."""
+    document = yaml.safe_load((FIXTURES / "grove-docs" / f"{file_prefix}-{name}.yaml").read_text())
+    assert isinstance(document, dict) and document.get("kind") == "PodCliqueSet", document
+    document["metadata"].setdefault("namespace", "default")
+    return document
 
 
-def test_seed_examples_written_for_an_older_api_break_current_rules(shared: Path) -> None:
+def test_seed_examples_written_for_an_older_api_break_current_rules() -> None:
     # The PodCliqueSet concept doc's complete example gives a PCSG member its own HPA, which Grove now rejects.
-    errors = _errors(_seed_pcs(shared, "001", "distributed-training"))
+    errors = _errors(_seed_pcs("001", "distributed-training"))
     assert any("own autoScalingConfig" in e for e in errors), errors
     # The core-concepts example's names exceed Grove's 45-character budget for pcs+pcsg+clique.
-    errors = _errors(_seed_pcs(shared, "003", "distributed-training"))
+    errors = _errors(_seed_pcs("003", "distributed-training"))
     assert any("≤ 45" in e for e in errors), errors
 
 
 @pytest.mark.parametrize("name", ["multinode-aggregated", "multinode-disaggregated"])
-def test_shipped_examples_are_the_seed_examples_with_scheduler_grove(shared: Path, name: str) -> None:
-    seed = _seed_pcs(shared, "002", name)
+def test_shipped_examples_are_the_seed_examples_with_scheduler_grove(name: str) -> None:
+    seed = _seed_pcs("002", name)
     shipped = example(name)
     for clique in shipped["spec"]["template"]["cliques"]:
         assert clique["spec"]["podSpec"].pop("schedulerName") == "grove"
