@@ -17,8 +17,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
+# The tests cover bench --plot and certs too, so they install those extras.
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench,certs]'
 	touch $@ $(VENV)/.installed
 
 # The extender over the demo snapshot (binds are applied in memory); the curl posts a filter for a demo pod the way

@@ -7,21 +7,27 @@ store's feed, the writer and the leadership.
 Live mode (``--kubeconfig FILE``, or ``--in-cluster``, which is also the default inside a pod when neither other
 mode is given): watches feed the store, bindings and status go to the API server, and a Lease elects the one
 replica that acts (``scheduler.kube.live``).
+
+Listeners (``api.server``): the verbs and probes on ``--port``, over mTLS when ``--tls-cert``/``--tls-key``/
+``--client-ca`` are given; the probes alone on ``--probe-port`` (the kubelet presents no client certificate);
+``/metrics`` and ``/debug/gangs`` on ``--debug-port`` only. Plain HTTP without client certificates is for loopback:
+on any other address it needs ``--allow-unauthenticated``, because whoever reaches the verb port steers scheduling.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import ipaddress
 import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import uvicorn
 from fastapi import FastAPI
 
-from api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
+from api.server import Listener, ServeError, Timeouts, TlsFiles, serve_listeners
 from placement import solve
 from placement.request import SolveOptions
 from scheduler.cluster_view import LevelsError, choose_levels
@@ -41,7 +47,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Service:
-    app: FastAPI
+    app: FastAPI  # the verbs and probes
+    probe_app: FastAPI  # the probes alone
+    debug_app: FastAPI  # /metrics and /debug/gangs
     coordinator: Coordinator
     worker: BackgroundWorker
 
@@ -60,8 +68,13 @@ def build_service(
     coordinator = Coordinator(
         store=store, writer=writer, solver=solve, leadership=leadership, config=config, levels=levels
     )
-    app = create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes)
-    return Service(app=app, coordinator=coordinator, worker=BackgroundWorker(coordinator))
+    return Service(
+        app=create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes),
+        probe_app=create_probe_app(coordinator),
+        debug_app=create_debug_app(coordinator, registry=coordinator.registry),
+        coordinator=coordinator,
+        worker=BackgroundWorker(coordinator),
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,7 +91,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--lease-name", default="grove-extender", help="leader-election Lease (default: %(default)s)")
     parser.add_argument("--identity", help="this replica's name in the Lease (default: the host name)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8888, help="port to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8888, help="port of the verbs (default: %(default)s)")
+    tls = parser.add_argument_group("TLS (kube-scheduler's enableHTTPS and tlsConfig)")
+    tls.add_argument("--tls-cert", metavar="PEM", help="serve the verb port over TLS with this certificate (chain)")
+    tls.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    tls.add_argument(
+        "--client-ca",
+        metavar="PEM",
+        help="require a client certificate signed by this CA on the verb port (mTLS): only kube-scheduler, "
+        "holding one, can call the verbs",
+    )
+    tls.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve the verbs without client certificates on a non-loopback address (anyone who reaches the port "
+        "can then steer scheduling)",
+    )
+    parser.add_argument(
+        "--probe-port", type=int, help="also serve /healthz and /readyz alone, in plain HTTP, on this port (kubelet)"
+    )
+    parser.add_argument(
+        "--debug-port",
+        type=int,
+        help="serve /metrics and /debug/gangs, in plain HTTP, on this port (default: not served)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest request body (default: %(default)s, node-names mode; NodeList mode sends every node in "
+        "full: a few KB per node)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=Timeouts.request,
+        help="seconds a request's headers and body may take to arrive (default: %(default)s)",
+    )
     parser.add_argument(
         "--barrier-timeout",
         type=float,
@@ -107,6 +156,10 @@ def run_serve(args: argparse.Namespace) -> int:
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
     )
+    problem = _listener_problem(args)
+    if problem:
+        print(f"grove-extender serve: {problem}", file=sys.stderr)
+        return 2
     live = args.kubeconfig or args.in_cluster
     if args.snapshot and live:
         print("grove-extender serve: give --snapshot or --kubeconfig/--in-cluster, not both", file=sys.stderr)
@@ -119,16 +172,47 @@ def run_serve(args: argparse.Namespace) -> int:
     return 2
 
 
-def _run_uvicorn(service: Service, args: argparse.Namespace) -> None:
-    # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
-    uvicorn.run(
-        service.app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        timeout_keep_alive=120,
-        access_log=False,
-    )
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _listener_problem(args: argparse.Namespace) -> str | None:
+    """Why these listener flags cannot be served, or ``None``."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        return "--tls-cert and --tls-key go together"
+    if args.client_ca and not args.tls_cert:
+        return "--client-ca needs --tls-cert and --tls-key (client certificates are checked in the TLS handshake)"
+    if not args.client_ca and not args.allow_unauthenticated and not _is_loopback(args.host):
+        return (
+            f"--host {args.host} without --client-ca lets anyone who reaches port {args.port} steer scheduling; "
+            "give --tls-cert, --tls-key and --client-ca (see deploy/), or --allow-unauthenticated"
+        )
+    ports = [p for p in (args.port, args.probe_port, args.debug_port) if p is not None]
+    if len(set(ports)) != len(ports):
+        return "--port, --probe-port and --debug-port must differ"
+    if args.max_body_bytes <= 0 or args.request_timeout <= 0:
+        return "--max-body-bytes and --request-timeout must be positive"
+    return None
+
+
+def _serve_http(service: Service, args: argparse.Namespace) -> int:
+    tls = TlsFiles(cert=args.tls_cert, key=args.tls_key, client_ca=args.client_ca) if args.tls_cert else None
+    listeners = [Listener(name="extender", app=service.app, host=args.host, port=args.port, tls=tls)]
+    if args.probe_port is not None:
+        listeners.append(Listener(name="probes", app=service.probe_app, host=args.host, port=args.probe_port))
+    if args.debug_port is not None:
+        listeners.append(Listener(name="debug", app=service.debug_app, host=args.host, port=args.debug_port))
+    try:
+        serve_listeners(listeners, log_level=args.log_level, timeouts=Timeouts(request=args.request_timeout))
+    except ServeError as err:
+        print(f"grove-extender serve: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
@@ -140,18 +224,22 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
         return 2
     store = ClusterStore()
     service = build_service(
-        store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=config, levels=levels
+        store=store,
+        writer=InMemoryClusterWriter(store),
+        leadership=AlwaysLeader(),
+        config=config,
+        levels=levels,
+        max_body_bytes=args.max_body_bytes,
     )
     load_snapshot_into(store, snapshot)
     # The loaded cluster lives as long as the process: keep the collector from re-scanning it on the hot path.
     gc.freeze()
     service.worker.start()
-    log.info("serving snapshot=%s host=%s port=%d", args.snapshot, args.host, args.port)
+    log.info("serving snapshot=%s", args.snapshot)
     try:
-        _run_uvicorn(service, args)
+        return _serve_http(service, args)
     finally:
         service.worker.stop()
-    return 0
 
 
 def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
@@ -171,14 +259,18 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     store = ClusterStore()
     # Built before the watches fill the store, so the first list's events queue every pending gang for planning.
     service = build_service(
-        store=store, writer=cluster.writer, leadership=cluster.elector, config=config, levels=levels
+        store=store,
+        writer=cluster.writer,
+        leadership=cluster.elector,
+        config=config,
+        levels=levels,
+        max_body_bytes=args.max_body_bytes,
     )
     cluster.start(store)
     service.worker.start()
-    log.info("serving live cluster host=%s port=%d", args.host, args.port)
+    log.info("serving live cluster")
     try:
-        _run_uvicorn(service, args)
+        return _serve_http(service, args)
     finally:
         service.worker.stop()
         cluster.close()
-    return 0
