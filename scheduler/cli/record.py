@@ -100,8 +100,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "record",
         help="write a snapshot of a live cluster (nodes, pods, Grove objects), without secrets",
-        description="Write a snapshot of a live cluster. Never reads Secrets; drops env values, commands, "
-        "managedFields and credential-like annotations.",
+        description="Write a snapshot of a live cluster. Never reads Secrets; keeps only the fields scheduling "
+        "reads (resources, selectors, affinity, tolerations, labels...) and drops the rest: env values, commands, "
+        "probes, volume options, annotations, managedFields.",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account)")
     parser.add_argument(
