@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
+from pydantic import BaseModel, field_validator
 
 from api.app import create_app, create_debug_app, create_probe_app
+from api.body import BodyDecoder
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -241,3 +246,48 @@ def test_fuzzed_bodies_never_yield_a_server_error(path: str, body: Any) -> None:
     reply = _fuzz_client.post(path, content=json.dumps(body))
     assert reply.status_code in (200, 400), (reply.status_code, reply.text)
     assert isinstance(reply.json(), (dict, list))
+
+
+# --- large bodies: decoded off the event loop, one at a time ------------------------------------------------------
+
+
+class _Probe(BaseModel):
+    """Records the thread each decode ran on, and how many ran at once."""
+
+    payload: str
+
+    @field_validator("payload")
+    @classmethod
+    def _record(cls, value: str) -> str:
+        with _seen_lock:
+            _running.append(1)
+            _threads.append(threading.current_thread().name)
+            _peak.append(len(_running))
+        time.sleep(0.01)
+        with _seen_lock:
+            _running.pop()
+        return value
+
+
+_seen_lock = threading.Lock()
+_running: list[int] = []
+_threads: list[str] = []
+_peak: list[int] = []
+
+
+def test_large_bodies_are_decoded_in_a_worker_thread_one_at_a_time() -> None:
+    decoder = BodyDecoder(max_bytes=1 << 20, off_loop_bytes=1024)
+    small, large = json.dumps({"payload": "x"}).encode(), json.dumps({"payload": "x" * 4096}).encode()
+
+    async def main() -> str:
+        await decoder.decode(_Probe, small, "filter")
+        loop_thread = threading.current_thread().name
+        await asyncio.gather(*(decoder.decode(_Probe, large, "filter") for _ in range(4)))
+        return loop_thread
+
+    _threads.clear()
+    _peak.clear()
+    loop_thread = asyncio.run(main())
+    assert _threads[0] == loop_thread, "a small body is decoded where it arrived"
+    assert len(_threads) == 5 and loop_thread not in _threads[1:], "large bodies never on the event loop"
+    assert max(_peak) == 1, "one large decode at a time: several would hold several copies of a cluster"
