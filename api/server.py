@@ -5,6 +5,10 @@ handshake requires a client certificate that CA signed (mTLS), so only kube-sche
 reaches the verbs. Every port is bound before any is served, so a port in use or an unreadable certificate is one
 clear error at start-up, not a half-started process.
 
+Certificates are re-read when their files change (checked every ``tls_reload_seconds``): a Secret volume that
+cert-manager renews swaps the files under a running process, and a new handshake then gets the new certificate. A
+new client CA is added to the trusted ones (OpenSSL cannot drop one): a rotated-out CA stays trusted until restart.
+
 Slow clients are bounded: a request's headers and body must arrive whole within ``request_timeout`` of its first
 byte (of the connection, for the first request), its headers may not exceed ``MAX_HEADER_BYTES``, and an idle
 keep-alive connection is closed after ``keep_alive``. uvicorn bounds only the last of these by itself: half-sent
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -132,6 +137,44 @@ class _DeadlineProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
+class _TlsReloader:
+    """Re-reads one listener's certificate, key and client CA into its live ``SSLContext`` when the files change."""
+
+    def __init__(self, listener: Listener, context: ssl.SSLContext) -> None:
+        assert listener.tls is not None
+        self._name = listener.name
+        self._files = listener.tls
+        self._context = context
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        paths = [self._files.cert, self._files.key, *([self._files.client_ca] if self._files.client_ca else [])]
+        stamps = []
+        for path in paths:
+            try:
+                info = os.stat(path)  # follows the symlinks a Secret volume swaps on update
+            except OSError:
+                stamps.append((0, 0, 0))
+            else:
+                stamps.append((info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    def check(self) -> None:
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return
+        try:
+            self._context.load_cert_chain(self._files.cert, self._files.key)
+            if self._files.client_ca:
+                self._context.load_verify_locations(self._files.client_ca)
+        except (OSError, ssl.SSLError) as err:
+            # Half-written files (a key that does not match its new certificate yet): keep serving, try again.
+            log.warning("could not reload TLS files listener=%s error=%s; keeping the previous ones", self._name, err)
+            return
+        self._seen = stamp
+        log.info("reloaded TLS files listener=%s cert=%s", self._name, self._files.cert)
+
+
 def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
     return type("DeadlineProtocol", (_DeadlineProtocol,), {"request_timeout": request_timeout})
 
@@ -177,7 +220,13 @@ def _bind(listener: Listener) -> socket.socket:
         raise ServeError(f"{listener.name} listener: cannot listen on {listener.url}: {err.strerror}") from None
 
 
-def serve_listeners(listeners: Sequence[Listener], *, log_level: str, timeouts: Timeouts | None = None) -> None:
+def serve_listeners(
+    listeners: Sequence[Listener],
+    *,
+    log_level: str,
+    timeouts: Timeouts | None = None,
+    tls_reload_seconds: float = 60.0,
+) -> None:
     """Serve every listener until SIGINT or SIGTERM, then shut them all down gracefully.
 
     Raises ``ServeError`` before serving anything if a port cannot be bound or a certificate cannot be read.
@@ -193,6 +242,11 @@ def serve_listeners(listeners: Sequence[Listener], *, log_level: str, timeouts: 
             sock.close()
         raise
     servers = [_Server(config) for config in configs]
+    reloaders = [
+        _TlsReloader(listener, config.ssl)
+        for listener, config in zip(listeners, configs, strict=True)
+        if listener.tls and config.ssl is not None
+    ]
     for listener in listeners:
         client_certs = "required" if listener.tls and listener.tls.client_ca else "none"
         log.info("listening listener=%s url=%s client_certificates=%s", listener.name, listener.url, client_certs)
@@ -203,8 +257,19 @@ def serve_listeners(listeners: Sequence[Listener], *, log_level: str, timeouts: 
                 server.force_exit = True  # a second Ctrl-C: stop waiting for open connections
             server.should_exit = True
 
+    async def watch_certificates() -> None:
+        while True:
+            await asyncio.sleep(tls_reload_seconds)
+            for reloader in reloaders:
+                reloader.check()
+
     async def serve_all() -> None:
-        await asyncio.gather(*(server.serve(sockets=[sock]) for server, sock in zip(servers, sockets, strict=True)))
+        watcher = asyncio.create_task(watch_certificates()) if reloaders else None
+        try:
+            await asyncio.gather(*(s.serve(sockets=[sock]) for s, sock in zip(servers, sockets, strict=True)))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     handled = (signal.SIGINT, signal.SIGTERM)
     in_main = threading.current_thread() is threading.main_thread()

@@ -88,6 +88,25 @@ def _stop(server: Server) -> None:
         raise
 
 
+def write_pki(root: Path, *, stranger: bool = True) -> Pki:
+    """A CA, the server's and a client's certificates for ``localhost``, and (optionally) a stranger's from another
+    CA; each file replaced atomically, as a Secret volume update does."""
+    ours, theirs = issue(server_names=["localhost"], days=1), issue(server_names=["localhost"], days=1)
+    files = {
+        "ca": ours.ca,
+        "server_cert": ours.server.cert,
+        "server_key": ours.server.key,
+        "client_cert": ours.client.cert,
+        "client_key": ours.client.key,
+        "stranger_cert": theirs.client.cert,
+        "stranger_key": theirs.client.key,
+    }
+    for name, pem in files.items():
+        (root / f"{name}.tmp").write_bytes(pem)
+        (root / f"{name}.tmp").replace(root / f"{name}.pem")
+    return Pki(**{name: root / f"{name}.pem" for name in files})
+
+
 @dataclass
 class Pki:
     ca: Path
@@ -101,20 +120,7 @@ class Pki:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    root = tmp_path_factory.mktemp("pki")
-    ours, theirs = issue(server_names=["localhost"], days=1), issue(server_names=["localhost"], days=1)
-    files = {
-        "ca": ours.ca,
-        "server_cert": ours.server.cert,
-        "server_key": ours.server.key,
-        "client_cert": ours.client.cert,
-        "client_key": ours.client.key,
-        "stranger_cert": theirs.client.cert,
-        "stranger_key": theirs.client.key,
-    }
-    for name, pem in files.items():
-        (root / f"{name}.pem").write_bytes(pem)
-    return Pki(**{name: root / f"{name}.pem" for name in files})
+    return write_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
@@ -264,6 +270,36 @@ def test_a_client_without_a_certificate_of_our_ca_never_reaches_the_verbs(tls: S
     except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
         return  # refused in the handshake (TLS 1.2) or by the alert that follows it (TLS 1.3)
     assert reply == b"", "the server answered a client it could not authenticate"
+
+
+def test_renewed_certificates_are_served_without_a_restart(tmp_path: Path) -> None:
+    first = write_pki(tmp_path)
+    tls_flags = ["--tls-cert", str(first.server_cert), "--tls-key", str(first.server_key), "--client-ca", str(first.ca)]
+    server = _start(tmp_path, "renewing", *tls_flags, "--tls-reload-seconds", "0.2")
+    try:
+        assert exchange(server, client_context(first, cert=first.client_cert, key=first.client_key))
+        renewed_dir = tmp_path / "renewed"
+        renewed_dir.mkdir()
+        renewed = write_pki(renewed_dir)
+        with pytest.raises(ssl.SSLError):  # the server still presents the first CA's certificate
+            exchange(server, client_context(renewed, cert=renewed.client_cert, key=renewed.client_key))
+        # Rewritten in place, one file after the other: the server may meet a key that does not match its
+        # certificate yet, and must keep serving until both are new.
+        for source, target in (
+            (renewed.server_cert, first.server_cert),
+            (renewed.server_key, first.server_key),
+            (renewed.ca, first.ca),
+        ):
+            target.write_bytes(source.read_bytes())
+        deadline = time.monotonic() + PATIENCE
+        while "reloaded TLS files" not in server.log_text():
+            assert time.monotonic() < deadline, server.log_text()
+            time.sleep(0.05)
+        reply = exchange(server, client_context(renewed, cert=renewed.client_cert, key=renewed.client_key))
+        assert reply.startswith(b"HTTP/1.1 200")
+    finally:
+        _stop(server)
+    assert "Traceback" not in server.log_text()
 
 
 def test_plain_http_on_the_tls_port_gets_no_answer(tls: Server) -> None:

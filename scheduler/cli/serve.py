@@ -102,6 +102,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "holding one, can call the verbs",
     )
     tls.add_argument(
+        "--tls-reload-seconds",
+        type=float,
+        default=60.0,
+        help="how often to look for renewed certificate files (default: %(default)s)",
+    )
+    tls.add_argument(
         "--allow-unauthenticated",
         action="store_true",
         help="serve the verbs without client certificates on a non-loopback address (anyone who reaches the port "
@@ -195,8 +201,8 @@ def _listener_problem(args: argparse.Namespace) -> str | None:
     ports = [p for p in (args.port, args.probe_port, args.debug_port) if p is not None]
     if len(set(ports)) != len(ports):
         return "--port, --probe-port and --debug-port must differ"
-    if args.max_body_bytes <= 0 or args.request_timeout <= 0:
-        return "--max-body-bytes and --request-timeout must be positive"
+    if args.max_body_bytes <= 0 or args.request_timeout <= 0 or args.tls_reload_seconds <= 0:
+        return "--max-body-bytes, --request-timeout and --tls-reload-seconds must be positive"
     return None
 
 
@@ -208,7 +214,12 @@ def _serve_http(service: Service, args: argparse.Namespace) -> int:
     if args.debug_port is not None:
         listeners.append(Listener(name="debug", app=service.debug_app, host=args.host, port=args.debug_port))
     try:
-        serve_listeners(listeners, log_level=args.log_level, timeouts=Timeouts(request=args.request_timeout))
+        serve_listeners(
+            listeners,
+            log_level=args.log_level,
+            timeouts=Timeouts(request=args.request_timeout),
+            tls_reload_seconds=args.tls_reload_seconds,
+        )
     except ServeError as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
