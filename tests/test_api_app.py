@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, field_validator
 
-from api.app import create_app, create_debug_app, create_probe_app
+from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from api.body import BodyDecoder
 from api.extender import (
     ExtenderArgs,
@@ -125,6 +125,17 @@ def test_bad_requests_are_4xx_naming_the_problem(
     assert reply.status_code == status
     assert named in reply.json()["Error"]
     assert echo.calls == []
+
+
+def test_the_default_limit_fits_node_names_mode_and_refuses_a_big_node_list(echo: EchoExtender) -> None:
+    client = SyncClient(create_app(echo))  # the default limit
+    # Node-names mode for 20,000 nodes: a Pod and 20,000 names of ~30 characters, about 650 KB.
+    names = [f"gpu-node-{i:05d}.rack-{i // 18:04d}" for i in range(20_000)]
+    assert client.post("/filter", json={"Pod": POD, "NodeNames": names}).status_code == 200
+    # NodeList mode for 4,000 nodes of ~6 KB each (a real node): refused unread, with the limit named.
+    node_list = b'{"Pod": {}, "Nodes": {"items": [' + b" " * (24 << 20) + b"]}}"
+    reply = client.post("/filter", content=node_list, headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and str(DEFAULT_MAX_BODY_BYTES) in reply.json()["Error"]
 
 
 def test_an_extender_failure_is_a_200_with_error_never_a_500(
