@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,7 +38,7 @@ from urllib.parse import urlparse
 from rich.progress import Progress
 
 from benchmarks.e2e.loopback import Connection
-from benchmarks.e2e.processes import Sampler, cpu_seconds, free_port, rss_bytes
+from benchmarks.e2e.processes import Sampler, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
 from benchmarks.e2e.standin import Cache, Outcome, StandIn
 
 _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -54,6 +54,7 @@ class Phase:
     extender_idle_cpu_per_second: float = 0.0
     extender_rss: int = 0
     planning_seconds: float = 0.0
+    by_thread: dict[str, float] = field(default_factory=dict)  # CPU seconds over the drive, by thread name
 
 
 @contextmanager
@@ -136,17 +137,28 @@ def run_extender(args: argparse.Namespace) -> Phase:
             idle = (cpu_seconds(serve.pid) - idle_from) / args.idle_seconds
             sampler = Sampler.start(serve.pid, Path(args.profile) / "extender.txt") if args.profile else None
             api_from, serve_from = cpu_seconds(process.pid), cpu_seconds(serve.pid)
+            threads_from = thread_cpu(serve.pid)
             outcome = asyncio.run(_drive(_host_port(url), ("127.0.0.1", port), args.deadline))
             time.sleep(args.settle_seconds)  # status writes and Events follow the last bind
             extender_cpu = cpu_seconds(serve.pid) - serve_from - idle * args.settle_seconds
             api_cpu = cpu_seconds(process.pid) - api_from
+            by_thread = _by_thread(threads_from, thread_cpu(serve.pid), thread_names(serve.pid))
             rss = rss_bytes(serve.pid)
             if sampler is not None:
                 sampler.stop()
         finally:
             serve.terminate()
             serve.wait(timeout=30)
-    return Phase("extender", outcome, api_cpu, " ".join(stats), extender_cpu, idle, rss, planning)
+    return Phase("extender", outcome, api_cpu, " ".join(stats), extender_cpu, idle, rss, planning, by_thread)
+
+
+def _by_thread(before: dict[int, float], after: dict[int, float], names: dict[int, str]) -> dict[str, float]:
+    """CPU each thread spent between two readings, summed by thread name (pool threads by pool)."""
+    spent: dict[str, float] = {}
+    for tid, seconds in after.items():
+        name = names.get(tid, "threads gone or unnamed")
+        spent[name] = spent.get(name, 0.0) + seconds - before.get(tid, 0.0)
+    return spent
 
 
 def _wait_planned(extender: tuple[str, int], gangs: int, *, serve: subprocess.Popen[bytes], deadline: float) -> float:
@@ -194,6 +206,10 @@ def report(alone: Phase, through: Phase, args: argparse.Namespace) -> None:
         f"extender CPU per bound pod: {per_pod:.2f} ms (target ≤ 1.5 ms), idle {1000 * through.extender_idle_cpu_per_second:.0f} ms/s; "  # noqa: E501
         f"planned ahead in {through.planning_seconds:.1f} s; RSS {through.extender_rss / 2**20:.0f} MiB"
     )
+    if through.by_thread:
+        parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
+        listed = ", ".join(f"{name} {1000 * seconds / max(e.bound, 1):.2f}" for name, seconds in parts if seconds > 0)
+        print(f"extender CPU by thread, ms per bound pod (idle included): {listed}")
     print(f"fake API events: alone {alone.api_stats}; extender {through.api_stats}")
 
 
@@ -224,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                 o = phase.outcome
                 print(f"{phase.mode}: {o.bound}/{o.total} bound, {o.pods_per_second:.1f} pods/s, "
                       f"extender CPU {1000 * phase.extender_cpu / max(o.bound, 1):.2f} ms/pod")  # fmt: skip
+                for name, seconds in sorted(phase.by_thread.items(), key=lambda item: -item[1]):
+                    print(f"  {name}: {1000 * seconds / max(o.bound, 1):.2f} ms/pod")
     return 0
 
 

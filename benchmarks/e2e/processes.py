@@ -12,15 +12,49 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Sampler", "cpu_seconds", "free_port", "rss_bytes"]
+__all__ = ["Sampler", "cpu_seconds", "free_port", "rss_bytes", "thread_cpu", "thread_names"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_cpu(path: Path) -> float:
+    fields = path.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process (all its threads), from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+    return _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """User + system CPU of each thread of a process, by native thread id."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found[int(task.name)] = _stat_cpu(task / "stat")
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+    return found
+
+
+def _py_spy() -> str:
+    return shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """Native thread id → Python thread name, from one ``py-spy dump`` (empty without py-spy). Pool threads are
+    named by their pool (``asyncio_3`` → ``asyncio``)."""
+    try:
+        dump = subprocess.run([_py_spy(), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    names = {}
+    for line in dump.stdout.splitlines():
+        if line.startswith("Thread ") and '"' in line:
+            tid, name = line.split()[1], line.split('"')[1]
+            names[int(tid, 0)] = name.rstrip("0123456789").rstrip("_") or name
+    return names
 
 
 def rss_bytes(pid: int) -> int:
@@ -43,8 +77,7 @@ class Sampler:
 
     @classmethod
     def start(cls, pid: int, output: Path) -> Sampler:
-        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-        command = [spy, "record", "--pid", str(pid), "--rate", "50", "--format", "raw", "--threads",
+        command = [_py_spy(), "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--threads", "--gil",
                    "--nonblocking", "--output", str(output)]  # fmt: skip
         return cls(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), output)
 

@@ -16,7 +16,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -35,6 +35,17 @@ log = logging.getLogger(__name__)
 Kind = Literal["Node", "Pod", "PodGang"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Model = Node | Pod | PodGang
+ModelT = TypeVar("ModelT", Node, Pod, PodGang)
+_CHANGES: frozenset[str] = frozenset(("ADDED", "MODIFIED", "DELETED"))
+
+
+class _Event(BaseModel, Generic[ModelT]):
+    """A watch event decoded straight from its bytes into the model: pydantic's JSON parser skips every field the
+    model does not read (a Pod's managedFields, a Node's images and conditions) instead of building them as dicts
+    first, which roughly halves the watch threads' CPU per event."""
+
+    type: str
+    object: ModelT
 
 
 class WatchedStore(Protocol):
@@ -75,9 +86,14 @@ class _Watched:
     kind: Kind
     resource: Resource
     model: type[BaseModel]
+    event: type[_Event[Any]]
 
 
-_WATCHED = (_Watched("Node", NODES, Node), _Watched("Pod", PODS, Pod), _Watched("PodGang", PODGANGS, PodGang))
+_WATCHED = (
+    _Watched("Node", NODES, Node, _Event[Node]),
+    _Watched("Pod", PODS, Pod, _Event[Pod]),
+    _Watched("PodGang", PODGANGS, PodGang, _Event[PodGang]),
+)
 
 
 class _SyncLatch:
@@ -212,7 +228,7 @@ class _Watcher:
             if self._stop.is_set():
                 return version
             for line in _lines(response):
-                version = self._handle(json.loads(line), version)
+                version = self._handle_line(line, version)
                 if self._stop.is_set():
                     break
         finally:
@@ -222,6 +238,18 @@ class _Watcher:
             response.close()
             response.release_conn()
         return version
+
+    def _handle_line(self, line: bytes, version: str) -> str:
+        """A change decodes straight into the model; anything else (ERROR, BOOKMARK, an object the model refuses)
+        takes the dict path, which knows what to do with it and names a bad object in the log."""
+        try:
+            event = self._watched.event.model_validate_json(line)
+        except ValidationError:
+            return self._handle(json.loads(line), version)
+        if event.type not in _CHANGES:
+            return self._handle(json.loads(line), version)
+        self._store.apply(self._watched.kind, event.type, event.object)  # type: ignore[arg-type]
+        return event.object.metadata.resourceVersion or version
 
     def _handle(self, event: dict[str, Any], version: str) -> str:
         event_type = event.get("type")
