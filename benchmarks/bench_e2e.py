@@ -117,8 +117,10 @@ def run_alone(args: argparse.Namespace) -> Phase:
     return Phase("alone", outcome, api_cpu, " ".join(stats))
 
 
-def run_extender(args: argparse.Namespace) -> Phase:
-    with api_server(args) as (process, url, stats), tempfile.TemporaryDirectory() as folder:
+@contextmanager
+def serving(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``grove-extender serve --kubeconfig`` against the fake API server at ``url``, on a free port."""
+    with tempfile.TemporaryDirectory() as folder:
         kubeconfig = Path(folder) / "kubeconfig"
         kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
@@ -131,25 +133,45 @@ def run_extender(args: argparse.Namespace) -> Phase:
                    "--lease-namespace", "default", "--log-level", "warning"]  # fmt: skip
         serve = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
-            planning = _wait_planned(("127.0.0.1", port), args.gangs, serve=serve, deadline=600)
-            idle_from = cpu_seconds(serve.pid)
-            time.sleep(args.idle_seconds)
-            idle = (cpu_seconds(serve.pid) - idle_from) / args.idle_seconds
-            sampler = Sampler.start(serve.pid, Path(args.profile) / "extender.txt") if args.profile else None
-            api_from, serve_from = cpu_seconds(process.pid), cpu_seconds(serve.pid)
-            threads_from = thread_cpu(serve.pid)
-            outcome = asyncio.run(_drive(_host_port(url), ("127.0.0.1", port), args.deadline))
-            time.sleep(args.settle_seconds)  # status writes and Events follow the last bind
-            extender_cpu = cpu_seconds(serve.pid) - serve_from - idle * args.settle_seconds
-            api_cpu = cpu_seconds(process.pid) - api_from
-            by_thread = _by_thread(threads_from, thread_cpu(serve.pid), thread_names(serve.pid))
-            rss = rss_bytes(serve.pid)
-            if sampler is not None:
-                sampler.stop()
+            yield serve, port
         finally:
             serve.terminate()
             serve.wait(timeout=30)
+
+
+def run_extender(args: argparse.Namespace) -> Phase:
+    with api_server(args) as (process, url, stats), serving(url) as (serve, port):
+        planning = _wait_planned(("127.0.0.1", port), args.gangs, serve=serve, deadline=600)
+        idle_from = cpu_seconds(serve.pid)
+        time.sleep(args.idle_seconds)
+        idle = (cpu_seconds(serve.pid) - idle_from) / args.idle_seconds
+        sampler = Sampler.start(serve.pid, Path(args.profile) / "extender.txt") if args.profile else None
+        api_from, serve_from = cpu_seconds(process.pid), cpu_seconds(serve.pid)
+        threads_from = thread_cpu(serve.pid)
+        outcome = asyncio.run(_drive(_host_port(url), ("127.0.0.1", port), args.deadline))
+        time.sleep(args.settle_seconds)  # status writes and Events follow the last bind
+        extender_cpu = cpu_seconds(serve.pid) - serve_from - idle * args.settle_seconds
+        api_cpu = cpu_seconds(process.pid) - api_from
+        by_thread = _by_thread(threads_from, thread_cpu(serve.pid), thread_names(serve.pid))
+        rss = rss_bytes(serve.pid)
+        if sampler is not None:
+            sampler.stop()
     return Phase("extender", outcome, api_cpu, " ".join(stats), extender_cpu, idle, rss, planning, by_thread)
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    """RSS of serve holding the cluster, after its first sync and after ``--memory`` seconds of streaming."""
+    with api_server(args) as (_, url, stats), serving(url) as (serve, port):
+        synced = _wait_planned(("127.0.0.1", port), 0, serve=serve, deadline=1800)
+        at_sync = rss_bytes(serve.pid)
+        time.sleep(args.memory)
+        after, peak = rss_bytes(serve.pid), rss_bytes(serve.pid, field="VmHWM")
+    pods = args.nodes * args.other_pods_per_node + args.gangs * args.pods_per_gang
+    print(f"cluster: {args.nodes} nodes, {pods} pods; load average before: {args.load_before}")
+    print(f"serve synced in {synced:.0f} s; RSS at sync {at_sync / 2**20:.0f} MiB, after {args.memory:g} s of "
+          f"watch events {after / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB (target ≤ 1024 MiB)")  # fmt: skip
+    print(f"fake API events: {' '.join(stats)}")
+    return 0
 
 
 def _by_thread(before: dict[int, float], after: dict[int, float], names: dict[int, str]) -> dict[str, float]:
@@ -226,8 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=300.0, help="seconds per phase")
     parser.add_argument("--only", choices=["alone", "extender"], help="run one phase")
     parser.add_argument("--profile", help="folder for a py-spy profile of the extender during the drive")
+    parser.add_argument(
+        "--memory", type=float, metavar="SECONDS", help="no drive: serve's RSS after sync and SECONDS of streaming"
+    )
     args = parser.parse_args(argv)
     args.load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    if args.memory is not None:
+        return run_memory(args)
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
     alone = run_alone(args) if args.only != "extender" else None

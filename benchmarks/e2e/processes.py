@@ -57,9 +57,10 @@ def thread_names(pid: int) -> dict[int, str]:
     return names
 
 
-def rss_bytes(pid: int) -> int:
+def rss_bytes(pid: int, *, field: str = "VmRSS") -> int:
+    """Resident memory now (``VmHWM``: its peak so far)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) * 1024
     return 0
 

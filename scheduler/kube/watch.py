@@ -97,12 +97,13 @@ _WATCHED = (
 
 
 class _SyncLatch:
-    """Calls ``mark_synced`` once, when the last kind finishes its first list."""
+    """Calls ``mark_synced`` (then ``on_synced``) once, when the last kind finishes its first list."""
 
-    def __init__(self, store: WatchedStore, kinds: set[Kind]) -> None:
+    def __init__(self, store: WatchedStore, kinds: set[Kind], on_synced: Callable[[], None] | None = None) -> None:
         self._store = store
         self._pending = set(kinds)
         self._lock = threading.Lock()
+        self._on_synced = on_synced
 
     def listed(self, kind: Kind) -> None:
         with self._lock:
@@ -113,6 +114,8 @@ class _SyncLatch:
         if done:
             log.info("cluster state synced kinds=%s", ",".join(w.kind for w in _WATCHED))
             self._store.mark_synced()
+            if self._on_synced is not None:
+                self._on_synced()
 
 
 def _lines(response: Any) -> Iterator[bytes]:
@@ -296,13 +299,15 @@ def start_watchers(
     stop: threading.Event,
     watch_timeout: int = 300,
     backoff: Callable[[], Backoff] = Backoff,
+    on_synced: Callable[[], None] | None = None,
 ) -> list[threading.Thread]:
     """Start one daemon thread per kind (plus one that interrupts them on ``stop``) and return them.
 
     ``watch_timeout`` is the server-side length of one watch request in seconds; the thread then re-watches from
-    where it was, which costs one request and no relist.
+    where it was, which costs one request and no relist. ``on_synced`` runs once, on a watch thread, right after
+    the store is marked synced.
     """
-    latch = _SyncLatch(store, {w.kind for w in _WATCHED})
+    latch = _SyncLatch(store, {w.kind for w in _WATCHED}, on_synced)
     watchers = [
         _Watcher(
             watched=w,
