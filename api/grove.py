@@ -10,7 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    model_serializer,
+)
 
 __all__ = [
     "GANG_GATE",
@@ -178,11 +186,13 @@ class TopologyConstraint(_Kept):
     packDomain: str | None = None  # deprecated: treated as pack.required
 
 
+# Counts are StrictInt: `replicas: true` or "3" is a mistake to name, not a 1 or a 3 to guess (the API server's
+# schema refuses them too).
 class PodCliqueSpec(_Kept):
     roleName: str = ""
     podSpec: dict[str, Any] = Field(default_factory=dict)
-    replicas: int = 0
-    minAvailable: int | None = None
+    replicas: StrictInt = 0
+    minAvailable: StrictInt | None = None
     startsAfter: list[str] = Field(default_factory=list)
     autoScalingConfig: dict[str, Any] | None = None
 
@@ -198,8 +208,8 @@ class PodCliqueTemplate(_Kept):
 class PodCliqueScalingGroupConfig(_Kept):
     name: str
     cliqueNames: list[str] = Field(default_factory=list)
-    replicas: int | None = None
-    minAvailable: int | None = None
+    replicas: StrictInt | None = None
+    minAvailable: StrictInt | None = None
     scaleConfig: dict[str, Any] | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
@@ -216,7 +226,7 @@ class PodCliqueSetTemplate(_Kept):
 
 
 class PodCliqueSetSpec(_Kept):
-    replicas: int = 0
+    replicas: StrictInt = 0
     updateStrategy: dict[str, Any] | None = None
     template: PodCliqueSetTemplate
 

@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
 
-from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
+from scheduler.reconcile.api import (
+    ApiError,
+    Conflict,
+    KubeObject,
+    NotFound,
+    ObjectKey,
+    OwnedKind,
+    ReplacedKind,
+    StatusKind,
+)
 from scheduler.reconcile.names import LABEL_PART_OF
 
 __all__ = ["InMemoryApi", "Write"]
 
 _Key = tuple[str, str, str]  # (kind, namespace, name); namespace "" for cluster-scoped
+# Kinds whose status only its subresource writes: a create or a PUT never sets it.
+_STATUS_SUBRESOURCE = frozenset({"PodGang", "PodClique", "PodCliqueScalingGroup", "HorizontalPodAutoscaler"})
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,7 @@ class InMemoryApi:
     writes: list[Write] = field(default_factory=list)
     created: list[KubeObject] = field(default_factory=list)
     events: list[KubeObject] = field(default_factory=list)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))  # stamps creationTimestamp
     _pending: set[ObjectKey] = field(default_factory=set)
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -76,10 +89,17 @@ class InMemoryApi:
         pod["spec"]["nodeName"] = node
         self._bump(pod)
 
-    def set_pod_ready(self, namespace: str, name: str) -> None:
+    def set_pod_ready(self, namespace: str, name: str, *, ready: bool = True) -> None:
         pod = self.objects[("Pod", namespace, name)]
-        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]}
         self._bump(pod)
+
+    def scale(self, kind: str, *, namespace: str, name: str, replicas: int) -> None:
+        """``kubectl scale`` (or an HPA): set ``spec.replicas`` through the scale subresource."""
+        stored = self._get(kind, namespace, name)
+        stored["spec"]["replicas"] = replicas
+        stored["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
+        self._bump(stored)
 
     def of_kind(self, kind: str) -> list[KubeObject]:
         return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
@@ -114,7 +134,7 @@ class InMemoryApi:
         if key in self.objects:
             raise Conflict(409, f'{obj["kind"]} "{meta["name"]}" already exists')
         stored = copy.deepcopy(obj)
-        if obj["kind"] == "PodGang":
+        if obj["kind"] in _STATUS_SUBRESOURCE:
             stored.pop("status", None)  # status has its own subresource: a create cannot set it
         if obj["kind"] == "Pod":
             stored["status"] = {"phase": "Pending"}
@@ -122,23 +142,28 @@ class InMemoryApi:
         self._log("create", stored)
         return self._store(stored, new=True)
 
-    def replace_podgang(self, obj: KubeObject) -> KubeObject:
-        meta = obj["metadata"]
-        stored = self._get("PodGang", meta["namespace"], meta["name"])
+    def replace(self, obj: KubeObject) -> KubeObject:
+        meta, kind = obj["metadata"], obj["kind"]
+        if kind not in get_args(ReplacedKind):
+            raise ApiError(405, f"PUT {kind} is not something the reconciler does")
+        stored = self._get(kind, meta["namespace"], meta["name"])
         self._check_version(stored, meta.get("resourceVersion", ""))
         updated = copy.deepcopy(obj)
         if "status" in stored:
             updated["status"] = stored["status"]
         else:
             updated.pop("status", None)
-        updated["metadata"]["uid"] = stored["metadata"]["uid"]
+        for key in ("uid", "creationTimestamp"):
+            updated["metadata"][key] = stored["metadata"][key]
+        before = stored["metadata"].get("generation", 1)
+        updated["metadata"]["generation"] = before + int(updated.get("spec") != stored.get("spec"))
         self._log("replace", updated)
         return self._store(updated, new=False)
 
-    def patch_podgang_status(
-        self, namespace: str, name: str, *, status: KubeObject, resource_version: str
+    def patch_status(
+        self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
     ) -> KubeObject:
-        stored = self._get("PodGang", namespace, name)
+        stored = self._get(kind, namespace, name)
         self._check_version(stored, resource_version)
         stored["status"] = _merge(stored.get("status") or {}, status)
         self._log("patch-status", stored)
@@ -199,6 +224,7 @@ class InMemoryApi:
         if new:
             meta["uid"] = f"uid-{next(self._versions)}"
             meta.setdefault("generation", 1)
+            meta["creationTimestamp"] = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
         self.objects[(obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
         self._bump(obj)
         return copy.deepcopy(obj)

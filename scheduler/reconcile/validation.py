@@ -20,6 +20,7 @@ from scheduler.reconcile.fields import (
     label_value_error,
     qualified_name_error,
 )
+from scheduler.reconcile.limits import Limits, limit_errors
 from scheduler.reconcile.topology_rules import topology_errors
 
 __all__ = ["STARTUP_TYPES", "FieldError", "validate"]
@@ -36,9 +37,10 @@ def validate(
     binding: ClusterTopologyBinding | None,
     creating: bool,
     scheduler_names: frozenset[str],
+    limits: Limits | None = None,
 ) -> list[FieldError]:
     """Every rule ``pcs`` breaks, in field order; empty when it is valid."""
-    errors: list[FieldError] = []
+    errors: list[FieldError] = limit_errors(pcs, limits or Limits())
     if problem := dns_subdomain_error(pcs.metadata.name):
         errors.append(FieldError("metadata.name", problem))
     if pcs.spec.replicas < 0:

@@ -25,7 +25,8 @@ def test_dry_run_prints_the_list_it_would_create(capsys: pytest.CaptureFixture[s
     document = json.loads(out)
     assert document["kind"] == "List"
     kinds = Counter(item["kind"] for item in document["items"])
-    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1}
+    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6
+    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1, "PodClique": 6, "PodCliqueScalingGroup": 2}
     pods = [item for item in document["items"] if item["kind"] == "Pod"]
     assert all(pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}] for pod in pods)
     gangs = {item["metadata"]["name"]: item for item in document["items"] if item["kind"] == "PodGang"}
@@ -43,7 +44,8 @@ def test_dry_run_yaml_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
     other_code, other, _ = _dry_run(capsys, "-f", path, "--seed", "5")
     assert code == other_code == 0
     first, second = yaml.safe_load(out), yaml.safe_load(other)
-    assert len(first["items"]) == len(second["items"]) == 11  # 8 pods, 1 Service, 2 PodGangs
+    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques
+    assert len(first["items"]) == len(second["items"]) == 16
     assert first != second  # only the pod-name suffixes differ
 
 
