@@ -25,6 +25,7 @@ __all__ = [
     "GROVE_GROUP",
     "LABEL_PODGANG",
     "SCHEDULER_GROUP",
+    "AutoScalingConfig",
     "ClusterTopologyBinding",
     "GroveMeta",
     "NamespacedName",
@@ -186,6 +187,15 @@ class TopologyConstraint(_Kept):
     packDomain: str | None = None  # deprecated: treated as pack.required
 
 
+class AutoScalingConfig(_Kept):
+    """A clique's ``autoScalingConfig`` or a group's ``scaleConfig``: the HPA's bounds and metrics (autoscaling/v2
+    ``MetricSpec`` objects, kept as they are)."""
+
+    minReplicas: StrictInt | None = None
+    maxReplicas: StrictInt
+    metrics: list[dict[str, Any]] | None = None
+
+
 # Counts are StrictInt: `replicas: true` or "3" is a mistake to name, not a 1 or a 3 to guess (the API server's
 # schema refuses them too).
 class PodCliqueSpec(_Kept):
@@ -194,7 +204,7 @@ class PodCliqueSpec(_Kept):
     replicas: StrictInt = 0
     minAvailable: StrictInt | None = None
     startsAfter: list[str] = Field(default_factory=list)
-    autoScalingConfig: dict[str, Any] | None = None
+    autoScalingConfig: AutoScalingConfig | None = None
 
 
 class PodCliqueTemplate(_Kept):
@@ -210,7 +220,7 @@ class PodCliqueScalingGroupConfig(_Kept):
     cliqueNames: list[str] = Field(default_factory=list)
     replicas: StrictInt | None = None
     minAvailable: StrictInt | None = None
-    scaleConfig: dict[str, Any] | None = None
+    scaleConfig: AutoScalingConfig | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
 

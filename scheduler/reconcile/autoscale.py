@@ -8,10 +8,7 @@ validation refuses an ``autoScalingConfig`` on a clique inside a scaling group (
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
-from api.grove import PodCliqueSet
+from api.grove import AutoScalingConfig, PodCliqueSet
 from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.names import COMPONENT_HPA, GROVE_API_VERSION, LABEL_COMPONENT, LABEL_NAME, grove_labels
@@ -19,16 +16,11 @@ from scheduler.reconcile.names import COMPONENT_HPA, GROVE_API_VERSION, LABEL_CO
 __all__ = ["hpa_objects"]
 
 
-def _hpa(pcs: PodCliqueSet, *, kind: str, target: str, config: dict[str, Any]) -> KubeObject:
-    spec: KubeObject = {
-        "scaleTargetRef": {"apiVersion": GROVE_API_VERSION, "kind": kind, "name": target},
-        "minReplicas": config.get("minReplicas"),
-        "maxReplicas": config["maxReplicas"],
-    }
-    if config.get("metrics"):  # none: the HPA's own default (80% average CPU), as in Grove
-        spec["metrics"] = copy.deepcopy(config["metrics"])
-    if config.get("behavior"):
-        spec["behavior"] = copy.deepcopy(config["behavior"])
+def _hpa(pcs: PodCliqueSet, *, kind: str, target: str, config: AutoScalingConfig) -> KubeObject:
+    fields = config.to_json_dict()  # metrics, and fields Grove does not have but an HPA takes (behavior), as given
+    spec: KubeObject = {"scaleTargetRef": {"apiVersion": GROVE_API_VERSION, "kind": kind, "name": target}, **fields}
+    if not spec.get("metrics"):  # none: the HPA's own default (80% average CPU), as in Grove
+        spec.pop("metrics", None)
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",

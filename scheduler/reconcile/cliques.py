@@ -131,7 +131,7 @@ def podclique_object(*, pcs: PodCliqueSet, clique: CliquePlan, owner: Mapping[st
     if clique.parents:
         spec["startsAfter"] = [fqn for fqn, _ in clique.parents]
     if template.spec.autoScalingConfig is not None:
-        spec["autoScalingConfig"] = copy.deepcopy(template.spec.autoScalingConfig)
+        spec["autoScalingConfig"] = template.spec.autoScalingConfig.to_json_dict()
     metadata: KubeObject = {
         "name": clique.fqn,
         "namespace": pcs.metadata.namespace,

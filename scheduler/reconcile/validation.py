@@ -116,15 +116,14 @@ def _replica_errors(path: str, clique: PodCliqueTemplate) -> list[FieldError]:
         )
     scaling = spec.autoScalingConfig
     if scaling is not None:
-        low, high = int(scaling.get("minReplicas", spec.replicas)), scaling.get("maxReplicas")
+        low = scaling.minReplicas if scaling.minReplicas is not None else spec.replicas
+        high = scaling.maxReplicas
         scaling_path = f"{path}.spec.autoScalingConfig"
         if spec.minAvailable is not None and low < spec.minAvailable:
             errors.append(FieldError(f"{scaling_path}.minReplicas", f"must be ≥ minAvailable {spec.minAvailable}"))
-        if high is None:
-            errors.append(FieldError(f"{scaling_path}.maxReplicas", "is required"))
-        elif int(high) < low:
+        if high < low:
             errors.append(FieldError(f"{scaling_path}.maxReplicas", f"must be ≥ minReplicas {low}"))
-        elif int(high) < spec.replicas:
+        elif high < spec.replicas:
             errors.append(FieldError(f"{scaling_path}.maxReplicas", f"must be ≥ replicas {spec.replicas}"))
     return errors
 
@@ -261,7 +260,8 @@ def _group_errors(pcs: PodCliqueSet) -> list[FieldError]:
             errors.append(FieldError(f"{path}.minAvailable", f"must be > 0 (got {group.minAvailable})"))
         elif minimum > replicas > 0:
             errors.append(FieldError(f"{path}.minAvailable", f"must be ≤ replicas (got {minimum} > {replicas})"))
-        if group.scaleConfig is not None and int(group.scaleConfig.get("minReplicas", replicas)) < minimum:
+        low = group.scaleConfig.minReplicas if group.scaleConfig is not None else None
+        if low is not None and low < minimum:
             errors.append(FieldError(f"{path}.scaleConfig.minReplicas", f"must be ≥ minAvailable {minimum}"))
     for index, clique in enumerate(template.cliques):
         budget = len(pcs.metadata.name) + len(clique.name)

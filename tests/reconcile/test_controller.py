@@ -321,3 +321,19 @@ def test_pod_refused_by_the_api_server_marks_the_pcs_invalid_with_the_clique() -
     assert "image: Required value" in api.events[0]["message"]
     assert not api.of_kind("PodGang")  # no gang is published over pods that cannot all exist
     assert not any(not gated(p) for p in api.of_kind("Pod"))
+
+
+def test_live_reconciler_caps_replicas_and_ignores_a_scale_beyond_the_limit(caplog: Any) -> None:
+    # Issue 10: the live reconciler had no cap either; a PodClique scaled to 10^9 must not become 10^9 pods.
+    document = example("multinode-aggregated")
+    document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 1_000_000_000
+    api = cluster(document)
+    outcome = reconciler(api).reconcile(NS, "multinode-aggregated")
+    assert not outcome.valid and not api.of_kind("Pod")
+    assert any("spec.template.cliques[1].spec.replicas: must be ≤ 10000" in e for e in outcome.errors)
+    api = _converged(cluster(example("multinode-aggregated")))
+    before = pod_names(api)
+    api.scale("PodClique", namespace=NS, name="multinode-aggregated-0-model-instance-0-worker", replicas=10**9)
+    _converged(api)
+    assert pod_names(api) == before  # the template's 3 workers stay; the count is ignored and said so
+    assert "ignoring replicas kind=PodClique name=multinode-aggregated-0-model-instance-0-worker" in caplog.text
