@@ -125,9 +125,13 @@ def podclique_status(podclique: Mapping[str, Any], pods: Iterable[Mapping[str, A
                 f"found: {ready_or_starting}",
             )
         else:
-            breach = condition(BREACHED, "False", reason="SufficientReadyPods",
-                               message=f"Either sufficient ready or starting pods found. expected at least: {minimum}, "
-                               f"found: {ready_or_starting}")  # fmt: skip
+            breach = condition(
+                BREACHED,
+                "False",
+                reason="SufficientReadyPods",
+                message=f"Either sufficient ready or starting pods found. expected at least: {minimum}, "
+                f"found: {ready_or_starting}",
+            )
     status["conditions"] = [schedule, breach]
     return status
 

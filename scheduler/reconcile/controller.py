@@ -176,8 +176,13 @@ class Reconciler:
                 if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.limits.replicas:
                     found[name] = value
                 else:
-                    log.warning("ignoring replicas kind=%s name=%s replicas=%r limit=%d", kind, name, value,
-                                self.limits.replicas)  # fmt: skip
+                    log.warning(
+                        "ignoring replicas kind=%s name=%s replicas=%r limit=%d",
+                        kind,
+                        name,
+                        value,
+                        self.limits.replicas,
+                    )
             return found
 
         return LiveScale(

@@ -128,7 +128,7 @@ _CONTAINER = f"{_CLIQUE}.podSpec.containers.0.resources"
             lambda d: _set(d, "metadata", None),
             "items[0] (PodCliqueSet): metadata: must be an object",
             id="metadata-null",
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda d: _set(d, f"{_CONTAINER}.requests", {"cpu": "4x"}),
             "spec.template.cliques[0].spec.podSpec.containers[0].resources.requests.cpu: '4x' is not a quantity",
@@ -148,12 +148,12 @@ _CONTAINER = f"{_CLIQUE}.podSpec.containers.0.resources"
             lambda d: _set(d, "spec.replicas", True),
             "spec.replicas: Input should be a valid integer",
             id="replicas-true",
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda d: _set(d, f"{_CLIQUE}.minAvailable", "2"),
             "spec.minAvailable: Input should be a valid",
             id="min-available-string",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_bad_pcs_file_exits_2_with_one_line_naming_the_item_and_field(

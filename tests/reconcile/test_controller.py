@@ -107,8 +107,11 @@ def test_podclique_scale_in_removes_pods_in_groves_deletion_order_and_scale_out_
     document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 1
     api = _converged(cluster(document))
     worker = "multinode-aggregated-0-model-instance-0-worker"
-    pods = {p["metadata"]["labels"]["grove.io/podclique-pod-index"]: p for p in api.of_kind("Pod")
-            if p["metadata"]["labels"]["grove.io/podclique"] == worker}  # fmt: skip
+    pods = {
+        p["metadata"]["labels"]["grove.io/podclique-pod-index"]: p
+        for p in api.of_kind("Pod")
+        if p["metadata"]["labels"]["grove.io/podclique"] == worker
+    }
     for index in ("1", "2"):
         api.bind_pod(NS, pods[index]["metadata"]["name"], "node-a")
     api.scale("PodClique", namespace=NS, name=worker, replicas=2)

@@ -27,8 +27,13 @@ NS = "default"
 def _pod(name: str, clique: str, *, ready: bool) -> dict[str, Any]:
     status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     labels = {"grove.io/podclique": clique}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": labels},
-            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": status}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+        "status": status,
+    }
 
 
 @pytest.mark.parametrize(
@@ -138,8 +143,10 @@ def test_command_stops_on_sigterm_with_143(tmp_path: Path) -> None:
         command = Path(sys.executable).parent / "grove-extender"  # the console script the image installs
         process = subprocess.Popen(
             [str(command), "initc", "--podcliques=pcs-0-leader:1", "--namespace", NS, "--kubeconfig", str(kubeconfig)],
-            env=env, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not [r for r in server.requests if r.query.get("watch") == "true"]:
             assert time.monotonic() < deadline and process.poll() is None

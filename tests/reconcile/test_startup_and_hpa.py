@@ -111,9 +111,13 @@ def test_autoscaling_configs_become_hpas_targeting_the_scale_subresource(replica
     document["spec"]["replicas"] = replicas
     document["spec"]["template"]["podCliqueScalingGroups"][0]["scaleConfig"] = {
         "maxReplicas": 4,
-        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
-                                                                               "averageUtilization": 80}}}],
-    }  # fmt: skip
+        "metrics": [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+            }
+        ],
+    }
     api = _converged(document)
     hpas = api.of_kind("HorizontalPodAutoscaler")
     assert [h["metadata"]["name"] for h in hpas] == [f"multinode-disaggregated-{r}-prefill" for r in range(replicas)]

@@ -96,8 +96,11 @@ def test_example_3_multinode_aggregated_get_then_scale_pcsg_then_scale_pclq(
     )
     _until(lambda: kubectl.get("pcsg")["pcsg"][0].get("status", {}).get("replicas") == 3)
     group_scale = kubectl.scale("pcsg", f"{PCS}-0-model-instance", replicas=3)
-    assert group_scale["status"] == {"replicas": 3, "selector": f"app.kubernetes.io/managed-by=grove-operator,"
-                                     f"{PART_OF},grove.io/podcliquescalinggroup={PCS}-0-model-instance"}  # fmt: skip
+    assert group_scale["status"] == {
+        "replicas": 3,
+        "selector": f"app.kubernetes.io/managed-by=grove-operator,"
+        f"{PART_OF},grove.io/podcliquescalinggroup={PCS}-0-model-instance",
+    }
 
     # kubectl scale pclq multinode-aggregated-0-model-instance-0-worker --replicas=4: one more worker in instance 0
     kubectl.scale("pclq", f"{PCS}-0-model-instance-0-worker", replicas=4)
