@@ -69,13 +69,8 @@ def connect_live(
     """Connect (raises ``ConnectError`` with what to pass instead) and build the live parts; nothing runs yet."""
     api_client = load_api_client(kubeconfig)
     identity = identity or socket.gethostname()
-    log.info(
-        "live mode kubeconfig=%s lease=%s/%s identity=%s",
-        kubeconfig or "in-cluster",
-        lease_namespace,
-        lease_name,
-        identity,
-    )
+    log.info("live mode kubeconfig=%s lease=%s/%s identity=%s", kubeconfig or "in-cluster", lease_namespace,
+             lease_name, identity)  # fmt: skip
     return LiveCluster(
         api_client=api_client,
         writer=KubeClusterWriter(api_client, instance=identity),
