@@ -143,3 +143,11 @@ def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
     assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
+
+
+def test_init_container_image_is_the_reconcilers_own() -> None:
+    # grove-initc runs `grove-extender initc`: the image the reconciler injects must be one that has it — its own.
+    (deployment,) = _documents(DEPLOY / "reconciler.yaml")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[command.index("--initc-image") + 1] == container["image"]
