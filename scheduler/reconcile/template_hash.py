@@ -1,21 +1,55 @@
-"""Grove's ``grove.io/pod-template-hash``: FNV-64a of a pod template, written in Kubernetes' safe alphabet.
+"""Grove's ``grove.io/pod-template-hash``, computed exactly as Grove computes it, so the Grove operator would see
+our PodCliques and pods as current if it adopted them later.
 
-Grove (``ComputePCLQPodTemplateHash``) hashes a ``PodTemplateSpec`` made of the clique template's labels,
-annotations and pod spec, with the PodCliqueSet's ``priorityClassName`` set in the spec; apimachinery's
-``ComputeHash`` feeds FNV-64a and ``rand.SafeEncodeString`` maps each decimal digit of the sum to a letter.
+Grove (``ComputePCLQPodTemplateHash``) builds a ``corev1.PodTemplateSpec`` from the clique template's labels,
+annotations and pod spec, with the PodCliqueSet's ``priorityClassName`` in the spec; apimachinery's ``ComputeHash``
+writes it with ``dump.ForHash`` — go-spew's ``%#v`` with sorted keys, methods disabled — into FNV-64a, and
+``rand.SafeEncodeString`` maps each decimal digit of the sum to a letter. go-spew prints every field of every Go
+struct, zero or not, with its Go type, so this module replays that printer (``_Spew``, a port of go-spew
+d8f796a's ``format.go``) over the Go types of k8s.io/api v0.35.5 (``go_types.json``, written by ``go_types_gen``)
+and decodes the pod spec's JSON the way Go's decoder fills those structs: absent is nil or zero, ``[]`` is an empty
+non-nil slice, quantities are parsed as ``resource.ParseQuantity`` stores them, IntOrString by its JSON kind.
+Before that, Grove's CRD defaults that change a Go value are applied, as the API server would have (``_CRD_DEFAULTS``).
+
+Exact except where Go's values cannot be known without running Go: a quantity that needs an arbitrary-precision
+decimal (a fractional binary suffix such as ``1.5Gi``, or more digits than an int64 holds) is printed from our own
+arithmetic of ``inf.Dec``, and a non-zero ``metav1.Time`` (never in a pod template) is not supported.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from api.grove import PodCliqueTemplate
 
-__all__ = ["fnv64a", "safe_encode", "template_hash"]
+__all__ = ["dump_for_hash", "fnv64a", "safe_encode", "template_hash"]
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's util/rand alphanums
+_INT64 = (-(2**63), 2**63 - 1)
+_BASIC = {"string", "bool", "int", "int32", "int64", "uint", "uint32", "uint64", "byte", "float64"}
+_CONTAINERS = ("containers", "initContainers", "ephemeralContainers")
+# Grove's PodCliqueSet CRD (fcc3b3bb) sets these when absent; each changes the Go value (a non-nil pointer, a
+# non-empty string). Its other defaults (`name: ""` and friends) equal Go's zero value and change nothing.
+_CRD_DEFAULTS: tuple[tuple[str, ...], ...] = (
+    *((kind, "[]", "ports", "[]", "protocol=TCP") for kind in _CONTAINERS),
+    *((kind, "[]", "env", "[]", "valueFrom", "fileKeyRef", "optional=false") for kind in _CONTAINERS),
+    *((kind, "[]", probe, "grpc", "service=") for kind in _CONTAINERS for probe in
+      ("livenessProbe", "readinessProbe", "startupProbe")),
+    ("volumes", "[]", "azureDisk", "fsType=ext4"),
+    ("volumes", "[]", "azureDisk", "readOnly=false"),
+    ("volumes", "[]", "iscsi", "iscsiInterface=default"),
+    ("volumes", "[]", "rbd", "keyring=/etc/ceph/keyring"),
+    ("volumes", "[]", "rbd", "pool=rbd"),
+    ("volumes", "[]", "rbd", "user=admin"),
+    ("volumes", "[]", "scaleIO", "fsType=xfs"),
+    ("volumes", "[]", "scaleIO", "storageMode=ThinProvisioned"),
+)  # fmt: skip
 
 
 def fnv64a(data: bytes) -> int:
@@ -30,8 +64,283 @@ def safe_encode(text: str) -> str:
     return "".join(_SAFE_ALPHABET[ord(char) % len(_SAFE_ALPHABET)] for char in text)
 
 
+@cache
+def _types() -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = json.loads(resources.files(__package__).joinpath("go_types.json").read_text())
+    return table["types"]
+
+
+def _apply_defaults(node: Any, path: tuple[str, ...]) -> None:
+    step, rest = path[0], path[1:]
+    if not rest:
+        key, _, text = step.partition("=")
+        if isinstance(node, dict) and key not in node:
+            node[key] = {"false": False}.get(text, text)
+        return
+    if step == "[]":
+        for item in node if isinstance(node, list) else []:
+            _apply_defaults(item, rest)
+    elif isinstance(node, dict) and isinstance(node.get(step), (dict, list)):
+        _apply_defaults(node[step], rest)
+
+
+# --- resource.ParseQuantity, as it fills a Quantity's unexported fields -----------------------------------------
+
+_DECIMAL = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+
+
+def _split(text: str) -> tuple[bool, str, str, str, str] | None:
+    """``parseQuantityString``: sign, the numeric prefix, integer digits (leading zeros dropped), fraction,
+    suffix; None where Go returns ErrFormatWrong."""
+    positive, pos, end = True, 0, len(text)
+    if text[:1] in "+-":
+        positive, pos = text[0] != "-", 1
+    while pos < end and text[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "0", "", ""
+    start = pos
+    while pos < end and text[pos].isdigit():
+        pos += 1
+    number = text[start:pos] or "0"
+    fraction = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos].isdigit():
+            pos += 1
+        fraction = text[start:pos]
+    value, suffix_start = text[:pos], pos
+    while pos < end and text[pos] in "eEinumkKMGTP":
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos].isdigit():
+        pos += 1
+    return (positive, value, number, fraction, text[suffix_start:]) if pos >= end else None
+
+
+def _suffix(suffix: str) -> tuple[int, int, str] | None:
+    if suffix in _DECIMAL:
+        return 10, _DECIMAL[suffix], "DecimalSI"
+    if suffix in _BINARY:
+        return 2, _BINARY[suffix], "BinarySI"
+    if len(suffix) > 1 and suffix[0] in "eE" and suffix[1:].lstrip("+-").isdigit() and suffix[1:2] != "+":
+        return 10, int(suffix[1:]), "DecimalExponent"
+    return None
+
+
+def _quantity(raw: Any) -> dict[str, Any]:
+    """The Go fields of ``resource.Quantity`` after ``UnmarshalJSON``: ``i``, ``d``, ``s``, ``Format``."""
+    text = (raw if isinstance(raw, str) else json.dumps(raw)).strip()
+    if text == "0":
+        return {"Format": "DecimalSI", "s": "0"}
+    parts = _split(text) if text else None
+    interpreted = _suffix(parts[4]) if parts else None
+    if parts is None or interpreted is None:
+        return {}  # Go refuses the object; such a PodCliqueSet never reaches Grove (our validation refuses it too)
+    positive, value, number, fraction, _ = parts
+    base, exponent, form = interpreted
+    scale, mantissa, precision = 0, 1, 0
+    if form in ("DecimalExponent", "DecimalSI"):
+        scale, precision = exponent, 18 - (len(number) + len(fraction))
+    elif exponent >= 0 and not fraction:
+        mantissa = 1 << exponent
+        precision = 15 - len(number) - int(exponent * 3 / 10) - 1
+    else:
+        precision = -1
+    if precision >= 0:
+        scale -= len(fraction)
+        shifted = number + fraction
+        if scale >= -9 and int(shifted) <= _INT64[1]:
+            result = int(shifted) * mantissa
+            if _INT64[0] <= result <= _INT64[1]:
+                result = result if positive else -result
+                fields: dict[str, Any] = {"i": {"value": result, "scale": scale}, "Format": form}
+                if form == "BinarySI":
+                    if exponent % 10 == 0 and int(shifted) & 0x07:
+                        fields["s"] = text
+                elif scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
+                    fields["s"] = text
+                return fields
+    return _dec_quantity(value, base=base, exponent=exponent, form=form)
+
+
+def _dec_quantity(value: str, *, base: int, exponent: int, form: str) -> dict[str, Any]:
+    """The ``inf.Dec`` path of ParseQuantity: rounded up to nano precision (our arithmetic; see module doc)."""
+    negative = value.startswith("-")
+    digits = value.lstrip("+-")
+    whole, _, fraction = digits.partition(".")
+    unscaled, scale = int((whole + fraction) or "0"), len(fraction)
+    if base == 10:
+        scale -= exponent
+    else:
+        unscaled <<= exponent
+    if unscaled:
+        if scale > 9:  # QuoRound to scale 9, rounding away from zero
+            factor = 10 ** (scale - 9)
+            unscaled = -(-unscaled // factor)
+        else:
+            unscaled *= 10 ** (9 - scale)
+        scale = 9
+    if form == "BinarySI" and unscaled and unscaled < 10**scale:
+        form = "DecimalSI"  # 0 < amount < 1
+    words = []
+    magnitude = unscaled
+    while magnitude:
+        words.append(magnitude & 0xFFFFFFFFFFFFFFFF)
+        magnitude >>= 64
+    dec = {"unscaled": {"neg": negative and unscaled != 0, "abs": words or None}, "scale": scale}
+    return {"d": {"Dec": dec}, "Format": form}
+
+
+def _int_or_string(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        return {}
+    return {"Type": 0, "IntVal": raw} if isinstance(raw, int) else {"Type": 1, "StrVal": raw}
+
+
+# Structs reached only through those decoders: their fields (embedded ones too) are read by Go field name.
+_BY_NAME = frozenset(
+    {"resource.Quantity", "resource.int64Amount", "resource.infDecAmount", "inf.Dec", "big.Int", "meta_v1.Time",
+     "time.Time", "intstr.IntOrString"}
+)  # fmt: skip
+# Types Go fills through their own UnmarshalJSON: JSON → the dict of their Go fields.
+_CUSTOM: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "resource.Quantity": _quantity,
+    "intstr.IntOrString": _int_or_string,
+    "meta_v1.Time": lambda raw: {},  # zero only (see module doc)
+}
+
+
+class _Spew:
+    """go-spew's formatState for ``%#v`` (``ConfigState{SortKeys, DisableMethods, SpewKeys, …}``), over Go types by
+    name and values as decoded JSON (``None`` is Go's nil or zero)."""
+
+    def __init__(self, types: Mapping[str, dict[str, Any]]) -> None:
+        self.types = types
+        self.out: list[str] = []
+        self.ignore_next_type = False
+
+    @staticmethod
+    def type_name(go_type: str) -> str:
+        return go_type.replace("meta_v1.", "v1.")  # Go prints package names: metav1.Time is "v1.Time"
+
+    def _resolve(self, go_type: str) -> tuple[str, dict[str, Any] | None]:
+        """The kind-bearing form of ``go_type``: a basic or composite type expression, or a struct's spec."""
+        while go_type in self.types:
+            spec = self.types[go_type]
+            if spec["kind"] == "named":
+                go_type = spec["underlying"]
+            elif spec["kind"] == "struct":
+                return go_type, spec
+            elif spec["kind"] == "slice":
+                return f"[]{spec['elem']}", None
+            else:
+                return spec["kind"], None
+        return go_type, None
+
+    def format(self, go_type: str, value: Any) -> None:
+        if go_type.startswith("*"):
+            self._pointer(go_type, value)
+            return
+        if not self.ignore_next_type:
+            self.out.append(f"({self.type_name(go_type)})")
+        self.ignore_next_type = False
+        if go_type in _CUSTOM and value is not None and not isinstance(value, dict):
+            value = _CUSTOM[go_type](value)
+        kind, struct = self._resolve(go_type)
+        if struct is not None:
+            self._struct(struct, value if isinstance(value, dict) else {}, by_name=kind in _BY_NAME)
+        elif kind.startswith("[]"):
+            self._slice(kind[2:], value)
+        elif kind.startswith("map["):
+            self._map(kind, value)
+        elif kind == "bool":
+            self.out.append("true" if value is True else "false")
+        elif kind == "string":
+            self.out.append(value if isinstance(value, str) else "")
+        elif kind in _BASIC:
+            number = value if isinstance(value, int) and not isinstance(value, bool) else 0
+            self.out.append(str(number))
+        else:  # an opaque external type (time.Location) is only ever reached through a nil pointer
+            raise ValueError(f"cannot print a value of Go type {go_type}")
+
+    def _pointer(self, go_type: str, value: Any) -> None:
+        if value is None and self.ignore_next_type:
+            self.out.append("<nil>")
+            return  # as go-spew: ignoreNextType stays set
+        if not self.ignore_next_type:
+            self.out.append(f"({self.type_name(go_type)})" if value is None else f"(*{self.type_name(go_type[1:])})")
+        else:
+            self.out.append("<*>")
+        if value is None:
+            self.out.append("<nil>")
+            return
+        self.ignore_next_type = True
+        self.format(go_type[1:], value)
+
+    def _slice(self, elem: str, value: Any) -> None:
+        if not isinstance(value, list):
+            self.out.append("<nil>")
+            return
+        self.out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                self.out.append(" ")
+            self.ignore_next_type = True
+            self.format(elem, item)
+        self.out.append("]")
+
+    def _map(self, kind: str, value: Any) -> None:
+        if not isinstance(value, dict):
+            self.out.append("<nil>")
+            return
+        key_type, elem = kind[4:].split("]", 1)
+        self.out.append("map[")
+        for index, key in enumerate(sorted(value)):  # string keys: Go compares bytes, Python code points: same order
+            if index:
+                self.out.append(" ")
+            self.ignore_next_type = True
+            self.format(key_type, key)
+            self.out.append(":")
+            self.ignore_next_type = True
+            self.format(elem, value[key])
+        self.out.append("]")
+
+    def _struct(self, spec: dict[str, Any], value: dict[str, Any], *, by_name: bool) -> None:
+        self.out.append("{")
+        for index, field in enumerate(spec["fields"]):
+            if index:
+                self.out.append(" ")
+            self.out.append(f"{field['name']}:")
+            if by_name or not (field.get("inline") or "json" in field):
+                inner: Any = value.get(field["name"])  # our decoders' fields; unexported ones stay zero
+            elif field.get("inline"):
+                inner = value  # promoted fields read the same JSON object
+            else:
+                inner = value.get(field["json"])
+            self.format(field["type"], inner)
+        self.out.append("}")
+
+
+def dump_for_hash(template: Mapping[str, Any]) -> str:
+    """go-spew's ``%#v`` of ``&corev1.PodTemplateSpec`` decoded from ``template`` (``{metadata, spec}`` JSON)."""
+    spew = _Spew(_types())
+    spew.format("*v1.PodTemplateSpec", dict(template))
+    return "".join(spew.out)
+
+
 def template_hash(template: PodCliqueTemplate, priority_class_name: str | None) -> str:
-    spec = dict(template.spec.podSpec)
+    spec = json.loads(json.dumps(template.spec.podSpec))  # a private deep copy
+    for path in _CRD_DEFAULTS:
+        _apply_defaults(spec, path)
     spec["priorityClassName"] = priority_class_name or ""
-    material = {"labels": template.labels, "annotations": template.annotations, "spec": spec}
-    return safe_encode(str(fnv64a(json.dumps(material, sort_keys=True).encode())))
+    metadata: dict[str, Any] = {}
+    # Go keeps nil (absent) and empty ({}) maps apart, and so does the dump.
+    for key in ("labels", "annotations"):
+        if key in template.model_fields_set:
+            metadata[key] = getattr(template, key)
+    dump = dump_for_hash({"metadata": metadata, "spec": spec})
+    return safe_encode(str(fnv64a(dump.encode())))
