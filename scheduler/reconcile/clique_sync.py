@@ -19,6 +19,7 @@ from scheduler.reconcile.api import KubeObject, OwnedKind, ReconcileApi
 from scheduler.reconcile.cliques import pcs_owner, pcsg_object, podclique_object
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import normalised_spec
+from scheduler.reconcile.template_hash import template_hashes
 
 __all__ = ["CliqueSync"]
 
@@ -45,11 +46,14 @@ class CliqueSync:
         groups, written = self._converge("PodCliqueScalingGroup", pcs, live_groups, wanted_groups)
         writes += written
         wanted_cliques: dict[str, KubeObject] = {}
+        hashes = template_hashes(pcs)
         for gang in desired.gangs:
             for clique in gang.cliques:
                 parent = groups.get(clique.group.fqn) if clique.group is not None else owner
                 if parent is not None:
-                    wanted_cliques[clique.fqn] = podclique_object(pcs=pcs, clique=clique, owner=parent)
+                    wanted_cliques[clique.fqn] = podclique_object(
+                        pcs=pcs, clique=clique, owner=parent, template_hash=hashes[clique.template.name]
+                    )
         cliques, written = self._converge("PodClique", pcs, live_cliques, wanted_cliques)
         return groups, cliques, writes + written
 

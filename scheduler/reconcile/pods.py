@@ -7,7 +7,7 @@ the caller supplies the random source, so tests are deterministic.
 
 from __future__ import annotations
 
-import copy
+import json
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -65,7 +65,7 @@ def pod_object(
             LABEL_POD_INDEX: str(index),
         }
     )
-    spec: KubeObject = copy.deepcopy(podclique["spec"]["podSpec"])
+    spec: KubeObject = json.loads(json.dumps(podclique["spec"]["podSpec"]))  # a private copy, faster than deepcopy
     spec["schedulingGates"] = [{"name": GANG_GATE}]
     spec["schedulerName"] = scheduler_name  # what Grove's backend PreparePod does, for this scheduler
     # Grove's order: env before the init container is added, so grove-initc gets no GROVE_* variables.

@@ -24,9 +24,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from api.grove import PodCliqueTemplate
+from api.grove import PodCliqueSet, PodCliqueTemplate
 
-__all__ = ["dump_for_hash", "fnv64a", "safe_encode", "template_hash"]
+__all__ = ["dump_for_hash", "fnv64a", "safe_encode", "template_hash", "template_hashes"]
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -344,3 +344,10 @@ def template_hash(template: PodCliqueTemplate, priority_class_name: str | None) 
             metadata[key] = getattr(template, key)
     dump = dump_for_hash({"metadata": metadata, "spec": spec})
     return safe_encode(str(fnv64a(dump.encode())))
+
+
+def template_hashes(pcs: PodCliqueSet) -> dict[str, str]:
+    """Each clique template's hash, by clique name: one dump per template, not one per PodClique (a 100-replica
+    PodCliqueSet has hundreds of PodCliques and a handful of templates)."""
+    priority = pcs.spec.template.priorityClassName
+    return {clique.name: template_hash(clique, priority) for clique in pcs.spec.template.cliques}

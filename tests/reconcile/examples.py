@@ -35,7 +35,7 @@ def pcs_model(document: dict[str, Any]) -> PodCliqueSet:
 
 def built_pod(pcs: PodCliqueSet, clique: CliquePlan, *, index: int, name: str) -> dict[str, Any]:
     """The pod for ``clique`` as the controller builds it: from its PodClique (given the uid ``uid-of-<fqn>``)."""
-    podclique = podclique_object(pcs=pcs, clique=clique, owner=pcs_owner(pcs))
+    podclique = podclique_object(pcs=pcs, clique=clique, owner=pcs_owner(pcs), template_hash="h")
     podclique["metadata"]["uid"] = f"uid-of-{clique.fqn}"
     return pod_object(
         podclique=podclique, clique=clique, index=index, name=name, scheduler_name="grove", initc_image="initc:test"
