@@ -3,8 +3,8 @@
 One ``reconcile`` is level-triggered and idempotent: it derives everything from the objects it lists, never from
 memory of an earlier pass, so a restart (or two passes in a row) neither duplicates nor loses a pod. Order inside
 a pass, as Grove's controllers order theirs: PodCliqueScalingGroups and PodCliques (whose live ``replicas`` say how
-many group replicas and pods there are), their pods (gated), headless Services, HPAs and the startup-order
-identity, PodGangs listing the pods, the gates Grove would lift, then status — and gang termination, which
+many group replicas and pods there are), headless Services, HPAs and the startup-order identity (which the pods
+name), the pods (gated), PodGangs listing them, the gates Grove would lift, then status — and gang termination, which
 deletes what stayed broken too long for the next pass to recreate.
 """
 
@@ -145,13 +145,14 @@ class Reconciler:
         groups, podcliques, outcome.writes = CliqueSync(self.api).sync(
             pcs, desired=desired, live_groups=owned.groups, live_cliques=owned.cliques
         )
+        # Before the pods: a pod naming a ServiceAccount that does not exist yet is refused by the API server.
+        outcome.writes += SupportingObjects(self.api).sync(pcs, desired=desired, owned=owned)
         syncer = PodSync(self.api, rng=self.rng, scheduler_name=self.scheduler_name, initc_image=self.initc_image)
         try:
             pods_by_clique, writes = syncer.sync(pcs, cliques=desired.cliques(), podcliques=podcliques, pods=owned.pods)
         except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
             return self._rejected(raw, [refused.error], outcome)
         outcome.writes += writes
-        outcome.writes += SupportingObjects(self.api).sync(pcs, desired=desired, owned=owned)
         gangs, writes = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name).sync(
             pcs, desired=desired, live=owned.gangs, pods_by_clique=pods_by_clique
         )

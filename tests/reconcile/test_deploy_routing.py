@@ -107,7 +107,9 @@ def test_policy_and_binding_have_the_v1_shape_and_scope_by_namespace() -> None:
 
 
 def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> None:
-    (config,) = _documents(DEPLOY / "default-scheduler-preempt-guard.yaml")
+    (configmap,) = _documents(DEPLOY / "default-scheduler-preempt-guard.yaml")
+    assert configmap["kind"] == "ConfigMap"
+    config = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])
     assert (config["apiVersion"], config["kind"]) == ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
     (extender,) = config["extenders"]
     assert extender == {
