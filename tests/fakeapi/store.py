@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, resource_for, status_body
+from tests.fakeapi.resources import PODS, RESOURCES, SERVICEACCOUNTS, Resource, StatusError, resource_for, status_body
 from tests.fakeapi.selectors import field_matches, label_matches, merge_patch
 
 __all__ = ["Store"]
@@ -96,6 +96,8 @@ class Store:
                 body.pop("status", None)
                 if resource == PODS:
                     body["status"] = {"phase": "Pending"}
+            if resource == PODS:
+                self._check_service_account(namespace, body, meta["name"])
             return self.save(resource, body)
 
     def replace(self, resource: str, current: Obj, body: Any) -> Obj:
@@ -243,6 +245,17 @@ class Store:
             return copy.deepcopy(obj)
 
     # --- internals (hold self.cond) ------------------------------------------------------------------------------
+
+    def _check_service_account(self, namespace: str, pod: Obj, name: str) -> None:
+        """The ServiceAccount admission plugin: a pod may only name an account that exists (``default`` always
+        does, as the token controller makes one per namespace)."""
+        account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        if account != "default" and (namespace, account) not in self.objects.get(SERVICEACCOUNTS, {}):
+            message = (
+                f'pods "{name}" is forbidden: error looking up service account {namespace}/{account}: '
+                f'serviceaccount "{account}" not found'
+            )
+            raise StatusError(403, "Forbidden", message)
 
     def _check_version(self, resource: str, current: Obj, sent: str | None) -> None:
         if sent and sent != current["metadata"]["resourceVersion"]:
