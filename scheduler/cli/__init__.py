@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from . import (
     bench,
+    initc,
     plan,
     reconcile,
     record,
@@ -25,6 +26,7 @@ COMMANDS: tuple[Registrar, ...] = (
     record.register,
     bench.register,
     plan.register,
+    initc.register,
 )
 
 

@@ -114,6 +114,11 @@ class _Handler(BaseHTTPRequestHandler):
             current = store.find(target.resource, target.namespace, target.name)
             if method == "GET" and sub in (None, "status"):
                 return 200, copy.deepcopy(current)
+            if sub == "scale" and method in ("GET", "PUT", "PATCH"):
+                if method == "PATCH" and request.headers.get("content-type") != _MERGE_PATCH:
+                    message = f"the fake serves merge patches only, not {request.headers.get('content-type')}"
+                    raise StatusError(415, "UnsupportedMediaType", message)
+                return 200, store.scale(target.resource, current, request.body if method != "GET" else None, method)
             if method == "PUT" and sub is None:
                 return 200, store.replace(target.resource, current, request.body)
             if method == "PATCH" and sub in (None, "status"):
