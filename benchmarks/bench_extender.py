@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import ssl
 import statistics
 import subprocess
@@ -33,6 +32,8 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from benchmarks.e2e.loopback import Connection
+from benchmarks.e2e.processes import free_port
 from scheduler.cli.certs import issue
 from scheduler.snapshot import dump_snapshot
 
@@ -131,12 +132,6 @@ def _pod(name: str, gang: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_planned(
     probe_base: str, debug_base: str, gangs: int, *, server: subprocess.Popen[bytes], deadline_seconds: float
 ) -> float:
@@ -160,35 +155,23 @@ def _wait_planned(
 
 
 class _Connection:
-    """A bare HTTP/1.1 keep-alive connection: kube-scheduler's Go client costs microseconds per call, httpx
-    costs milliseconds on this machine, which would measure the client instead of the extender."""
+    """``loopback.Connection`` answering decoded JSON, and stopping the bench on anything but a 200."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
 
     @classmethod
     async def open(cls, port: int, tls: ssl.SSLContext | None = None) -> _Connection:
-        server_hostname = "localhost" if tls else None
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls, server_hostname=server_hostname)
-        return cls(reader, writer)
+        return cls(await Connection.open("127.0.0.1", port, tls=tls))
 
     async def request(self, method: str, path: str, body: bytes = b"") -> Any:
-        head = f"{method} {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\n"
-        self._writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        status = await asyncio.wait_for(self._reader.readline(), timeout=30)
-        length = 0
-        while (line := await self._reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        payload = await self._reader.readexactly(length)
-        if not status.startswith(b"HTTP/1.1 200"):
-            raise SystemExit(f"bench: {path} answered {status.decode().strip()}: {payload[:200]!r}")
+        status, payload = await self._connection.request(method, path, body)
+        if status != 200:
+            raise SystemExit(f"bench: {path} answered {status}: {payload[:200]!r}")
         return json.loads(payload) if path != "/metrics" else payload.decode()
 
     def close(self) -> None:
-        self._writer.close()
+        self._connection.close()
 
 
 async def _drive(
@@ -303,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     pods = [item for item in items if item["kind"] == "Pod"]
     names = [item["metadata"]["name"] for item in items if item["kind"] == "Node"]
-    port, probe_port, debug_port = _free_port(), _free_port(), _free_port()
+    port, probe_port, debug_port = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory() as folder:
         snapshot = Path(folder) / "bench.json"
         dump_snapshot(items, snapshot)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from . import (
     bench,
     certs,
+    initc,
     plan,
     reconcile,
     record,
@@ -27,6 +28,7 @@ COMMANDS: tuple[Registrar, ...] = (
     bench.register,
     plan.register,
     certs.register,
+    initc.register,
 )
 
 

@@ -162,6 +162,24 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
             thread.join(timeout=60)
 
 
+def test_on_synced_runs_once_after_the_store_is_synced(fake: FakeApiServer, api_client: ApiClient) -> None:
+    store, stop = CountingStore(), threading.Event()
+    heard: list[int] = []  # the store's synced-call count when the callback ran
+    threads = start_watchers(
+        client=api_client, store=store, stop=stop, watch_timeout=2, on_synced=lambda: heard.append(store.synced_calls)
+    )
+    try:
+        wait_for(lambda: heard != [])
+        fake.expire_watches(PODS)  # a relist later must not announce the first sync again
+        fake.put(PODS, k.pod("late"))
+        wait_for(lambda: "default/late" in store.names("Pod"))
+        assert heard == [1]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+
+
 def test_an_invalid_object_is_skipped_not_fatal(
     fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
 ) -> None:
