@@ -41,10 +41,11 @@ __all__ = [
     "parse_snapshot",
 ]
 
-MAX_SNAPSHOT_BYTES = int(os.environ.get("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", 1 << 30))
-"""Largest snapshot read, after decompression: 1 GiB by default (a 10,000-node, 100,000-pod dump from ``record``
-is a few hundred MB; a raw ``kubectl get -o json`` of such a cluster can be more). Loading takes about ten times
-the file's size in memory; the environment variable raises or lowers the limit."""
+MAX_SNAPSHOT_BYTES = 1 << 30
+"""Largest snapshot read, after decompression, unless ``GROVE_EXTENDER_MAX_SNAPSHOT_BYTES`` says otherwise: 1 GiB
+(a 10,000-node, 100,000-pod dump from ``record`` is a few hundred MB; a raw ``kubectl get -o json`` of such a
+cluster can be more). Loading takes about ten times the file's size in memory."""
+_LIMIT_VARIABLE = "GROVE_EXTENDER_MAX_SNAPSHOT_BYTES"
 
 MAX_DEPTH = 64
 """Deepest nesting of a Grove object (a PodCliqueSet's pod template is about 15 deep)."""
@@ -196,9 +197,7 @@ def _read(path: Path, source: str, limit: int) -> bytes:
         raise SnapshotError(f"snapshot {source}: {err.strerror}") from None
     if len(data) > limit:
         what = "decompresses to" if gzipped else "is"
-        raise SnapshotError(
-            f"snapshot {source}: {what} more than {limit} bytes (GROVE_EXTENDER_MAX_SNAPSHOT_BYTES raises the limit)"
-        )
+        raise SnapshotError(f"snapshot {source}: {what} more than {limit} bytes ({_LIMIT_VARIABLE} raises the limit)")
     return data
 
 
@@ -236,6 +235,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _limit() -> int:
+    text = os.environ.get(_LIMIT_VARIABLE)
+    if text is None:
+        return MAX_SNAPSHOT_BYTES
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise SnapshotError(f"{_LIMIT_VARIABLE}={text!r}: expected a positive number of bytes")
+    return int(text)
+
+
 def load_snapshot(path: str | Path, *, max_bytes: int | None = None) -> Snapshot:
     """Read a snapshot file; gzip is recognised by its magic bytes, YAML vs JSON by the first character.
 
@@ -243,7 +251,7 @@ def load_snapshot(path: str | Path, *, max_bytes: int | None = None) -> Snapshot
     including running out of memory on it, is a ``SnapshotError``.
     """
     source = str(path)
-    raw = _read(Path(path), source, MAX_SNAPSHOT_BYTES if max_bytes is None else max_bytes)
+    raw = _read(Path(path), source, _limit() if max_bytes is None else max_bytes)
     try:
         with gc_paused():
             document = _decode(raw, source)

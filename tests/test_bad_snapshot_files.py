@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from scheduler.snapshot import SnapshotError, load_snapshot
 from tests.bad_files import COMMANDS, SNAPSHOT_LIMIT, write_corpus
 from tests.conftest import REPO_ROOT
 
@@ -51,3 +53,16 @@ def test_each_bad_file_exits_2_with_one_line_naming_the_item_and_field(
         if run["code"] != 2 or len(lines) != 1 or not all(needle in lines[0] for needle in needles):
             wrong.append(f"{run['file']}: code {run['code']}, wanted {needles} in one line, got {lines}")
     assert wrong == []
+
+
+def test_the_size_limit_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = tmp_path / "small.json"
+    snapshot.write_text('{"kind": "List", "items": []}')  # 29 bytes
+    monkeypatch.setenv("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", "28")
+    with pytest.raises(SnapshotError, match="is more than 28 bytes"):
+        load_snapshot(snapshot)
+    monkeypatch.setenv("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", "29")
+    assert load_snapshot(snapshot).nodes == []
+    monkeypatch.setenv("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", "a lot")
+    with pytest.raises(SnapshotError, match="expected a positive number of bytes"):
+        load_snapshot(snapshot)
