@@ -257,19 +257,10 @@ def _server_side(metrics: str) -> dict[str, float]:
 
 def _pki(folder: Path) -> tuple[list[str], ssl.SSLContext]:
     """The server's flags and the client's context for mTLS over loopback (certificates for ``localhost``)."""
-    issued = issue(server_names=["localhost"], days=1)
-    files = {
-        "ca": issued.ca,
-        "cert": issued.server.cert,
-        "key": issued.server.key,
-        "client-cert": issued.client.cert,
-        "client-key": issued.client.key,
-    }
-    for name, pem in files.items():
-        (folder / f"{name}.pem").write_bytes(pem)
-    context = ssl.create_default_context(cafile=str(folder / "ca.pem"))
-    context.load_cert_chain(str(folder / "client-cert.pem"), str(folder / "client-key.pem"))
-    flags = [f"--tls-cert={folder / 'cert.pem'}", f"--tls-key={folder / 'key.pem'}", f"--client-ca={folder / 'ca.pem'}"]
+    pems = issue(server_names=["localhost"], days=1).write_pems(folder)
+    context = ssl.create_default_context(cafile=str(pems["ca"]))
+    context.load_cert_chain(str(pems["client_cert"]), str(pems["client_key"]))
+    flags = [f"--tls-cert={pems['server_cert']}", f"--tls-key={pems['server_key']}", f"--client-ca={pems['ca']}"]
     return flags, context
 
 

@@ -88,23 +88,14 @@ def _stop(server: Server) -> None:
         raise
 
 
-def write_pki(root: Path, *, stranger: bool = True) -> Pki:
-    """A CA, the server's and a client's certificates for ``localhost``, and (optionally) a stranger's from another
-    CA; each file replaced atomically, as a Secret volume update does."""
-    ours, theirs = issue(server_names=["localhost"], days=1), issue(server_names=["localhost"], days=1)
-    files = {
-        "ca": ours.ca,
-        "server_cert": ours.server.cert,
-        "server_key": ours.server.key,
-        "client_cert": ours.client.cert,
-        "client_key": ours.client.key,
-        "stranger_cert": theirs.client.cert,
-        "stranger_key": theirs.client.key,
-    }
-    for name, pem in files.items():
-        (root / f"{name}.tmp").write_bytes(pem)
-        (root / f"{name}.tmp").replace(root / f"{name}.pem")
-    return Pki(**{name: root / f"{name}.pem" for name in files})
+def write_pki(root: Path) -> Pki:
+    """A CA, the server's and a client's certificates for ``localhost``, and a stranger's client certificate from
+    another CA, as files in ``root``."""
+    ours = issue(server_names=["localhost"], days=1).write_pems(root)
+    stranger = root / "stranger"
+    stranger.mkdir()
+    theirs = issue(server_names=["localhost"], days=1).write_pems(stranger)
+    return Pki(**ours, stranger_cert=theirs["client_cert"], stranger_key=theirs["client_key"])
 
 
 @dataclass

@@ -57,6 +57,26 @@ class Issued:
     server: KeyPair
     client: KeyPair
 
+    def write_pems(self, folder: Path) -> dict[str, Path]:
+        """Each PEM as a file in ``folder`` (mode 0600, replaced atomically, as a Secret volume update does), for
+        serving or calling over mTLS outside a cluster: keys ``ca``, ``server_cert``, ``server_key``,
+        ``client_cert``, ``client_key``."""
+        contents = {
+            "ca": self.ca,
+            "server_cert": self.server.cert,
+            "server_key": self.server.key,
+            "client_cert": self.client.cert,
+            "client_key": self.client.key,
+        }
+        paths = {}
+        for name, pem in contents.items():
+            path, staged = folder / f"{name}.pem", folder / f".{name}.pem.new"
+            staged.write_bytes(pem)
+            staged.chmod(0o600)
+            staged.replace(path)
+            paths[name] = path
+        return paths
+
 
 def service_names(service: str, namespace: str) -> list[str]:
     """Every name kube-scheduler may use for the extender's Service (``urlPrefix``'s host must be one of them)."""
