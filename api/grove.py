@@ -24,6 +24,7 @@ __all__ = [
     "GANG_GATE",
     "GROVE_GROUP",
     "LABEL_PODGANG",
+    "MAX_GROUP_PODS",
     "SCHEDULER_GROUP",
     "AutoScalingConfig",
     "ClusterTopologyBinding",
@@ -47,6 +48,10 @@ SCHEDULER_GROUP = "scheduler.grove.io"
 GROVE_GROUP = "grove.io"
 LABEL_PODGANG = "grove.io/podgang"
 GANG_GATE = "grove.io/podgang-pending-creation"
+
+MAX_GROUP_PODS = 10_000
+"""The most pods one PodGroup may reference or guarantee. Grove's CRD sets no maximum, but a group beyond this is a
+typo (``minReplicas: 1000000000``) that would otherwise be accepted and wait forever."""
 
 
 class _Kept(BaseModel):
@@ -116,8 +121,9 @@ class PodGroup(_Kept):
     _always_written: ClassVar[frozenset[str]] = frozenset({"podReferences"})  # required by the CRD
 
     name: str
-    podReferences: list[NamespacedName] = Field(default_factory=list)
-    minReplicas: int = Field(ge=0)
+    podReferences: list[NamespacedName] = Field(default_factory=list, max_length=MAX_GROUP_PODS)
+    # Strict: the API server stores an integer, and ``true`` read as 1 would hide a hand-editing mistake.
+    minReplicas: int = Field(ge=0, le=MAX_GROUP_PODS, strict=True)
     topologyConstraint: PodGangTopologyConstraint | None = None
 
 

@@ -118,8 +118,9 @@ def run_alone(args: argparse.Namespace) -> Phase:
 
 
 @contextmanager
-def serving(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """``grove-extender serve --kubeconfig`` against the fake API server at ``url``, on a free port."""
+def serving(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """``grove-extender serve --kubeconfig`` against the fake API server at ``url``, on free ports: the verbs' and the
+    debug port's (``/debug/gangs``, ``/metrics``)."""
     with tempfile.TemporaryDirectory() as folder:
         kubeconfig = Path(folder) / "kubeconfig"
         kubeconfig.write_text(json.dumps({
@@ -128,20 +129,21 @@ def serving(url: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
             "users": [{"name": "fake", "user": {"token": "bench"}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         }))  # fmt: skip
-        port = free_port()
+        port, debug_port = free_port(), free_port()
         command = [sys.executable, "-c", _SERVE, "serve", "--kubeconfig", str(kubeconfig), "--port", str(port),
-                   "--lease-namespace", "default", "--log-level", "warning"]  # fmt: skip
+                   "--debug-port", str(debug_port), "--lease-namespace", "default",
+                   "--log-level", "warning"]  # fmt: skip
         serve = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
-            yield serve, port
+            yield serve, port, debug_port
         finally:
             serve.terminate()
             serve.wait(timeout=30)
 
 
 def run_extender(args: argparse.Namespace) -> Phase:
-    with api_server(args) as (process, url, stats), serving(url) as (serve, port):
-        planning = _wait_planned(("127.0.0.1", port), args.gangs, serve=serve, deadline=600)
+    with api_server(args) as (process, url, stats), serving(url) as (serve, port, debug_port):
+        planning = _wait_planned(("127.0.0.1", port), debug_port, args.gangs, serve=serve, deadline=600)
         idle_from = cpu_seconds(serve.pid)
         time.sleep(args.idle_seconds)
         idle = (cpu_seconds(serve.pid) - idle_from) / args.idle_seconds
@@ -161,8 +163,8 @@ def run_extender(args: argparse.Namespace) -> Phase:
 
 def run_memory(args: argparse.Namespace) -> int:
     """RSS of serve holding the cluster, after its first sync and after ``--memory`` seconds of streaming."""
-    with api_server(args) as (_, url, stats), serving(url) as (serve, port):
-        synced = _wait_planned(("127.0.0.1", port), 0, serve=serve, deadline=1800)
+    with api_server(args) as (_, url, stats), serving(url) as (serve, port, debug_port):
+        synced = _wait_planned(("127.0.0.1", port), debug_port, 0, serve=serve, deadline=1800)
         at_sync = rss_bytes(serve.pid)
         time.sleep(args.memory)
         after, peak = rss_bytes(serve.pid), rss_bytes(serve.pid, field="VmHWM")
@@ -183,13 +185,15 @@ def _by_thread(before: dict[int, float], after: dict[int, float], names: dict[in
     return spent
 
 
-def _wait_planned(extender: tuple[str, int], gangs: int, *, serve: subprocess.Popen[bytes], deadline: float) -> float:
+def _wait_planned(
+    extender: tuple[str, int], debug_port: int, gangs: int, *, serve: subprocess.Popen[bytes], deadline: float
+) -> float:
     started = time.perf_counter()
     while time.perf_counter() - started < deadline:
         if serve.poll() is not None:
             raise SystemExit(f"bench: serve exited with {serve.returncode}")
         try:
-            states = [g["state"] for g in asyncio.run(_get_json(*extender, "/debug/gangs"))["gangs"]]
+            states = [g["state"] for g in asyncio.run(_get_json(extender[0], debug_port, "/debug/gangs"))["gangs"]]
             ready = asyncio.run(_ready(extender))
         except (OSError, SystemExit):
             states, ready = [], False

@@ -5,9 +5,11 @@ A generated 1,000-node cluster (8-GPU nodes in NVLink domains of 8 nodes) with m
 a subprocess (uvicorn, keep-alive) and left to plan ahead. Then, like kube-scheduler in node-names mode with
 ``percentageOfNodesToScore: 100``: filter is called for each pod in turn on one connection (every node name in
 the body), and each pod's bind is sent without waiting, so a gang's binds run concurrently and meet at the
-barrier. Prints filter latency (median, p99) and gang pods bound per second.
+barrier. Prints filter latency (median, p99) and gang pods bound per second. With ``--mtls`` the verbs are served
+over mTLS as in the shipped Deployment (certificates from ``grove-extender certs``'s issuer; connections kept alive,
+so a handshake is paid once per connection, as kube-scheduler's Go client does).
 
-    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8]
+    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8] [--mtls]
 
 Targets (DESIGN.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second.
 """
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -31,6 +34,7 @@ from rich.progress import Progress
 
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import free_port
+from scheduler.cli.certs import issue
 from scheduler.snapshot import dump_snapshot
 
 GPU = "nvidia.com/gpu"
@@ -128,15 +132,20 @@ def _pod(name: str, gang: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def _wait_planned(base: str, gangs: int, *, server: subprocess.Popen[bytes], deadline_seconds: float) -> float:
+def _wait_planned(
+    probe_base: str, debug_base: str, gangs: int, *, server: subprocess.Popen[bytes], deadline_seconds: float
+) -> float:
     started = time.perf_counter()
-    with httpx.Client(base_url=base, timeout=10) as client:
+    with (
+        httpx.Client(base_url=probe_base, timeout=10) as client,
+        httpx.Client(base_url=debug_base, timeout=10) as debug,
+    ):
         while time.perf_counter() - started < deadline_seconds:
             if server.poll() is not None:
                 raise SystemExit(f"bench: the server exited with {server.returncode}")
             try:
                 if client.get("/readyz").status_code == 200:
-                    states = [g["state"] for g in client.get("/debug/gangs").json()["gangs"]]
+                    states = [g["state"] for g in debug.get("/debug/gangs").json()["gangs"]]
                     if sum(1 for s in states if s in ("Planned", "Infeasible")) >= gangs:
                         return time.perf_counter() - started
             except httpx.TransportError:
@@ -152,8 +161,8 @@ class _Connection:
         self._connection = connection
 
     @classmethod
-    async def open(cls, port: int) -> _Connection:
-        return cls(await Connection.open("127.0.0.1", port))
+    async def open(cls, port: int, tls: ssl.SSLContext | None = None) -> _Connection:
+        return cls(await Connection.open("127.0.0.1", port, tls=tls))
 
     async def request(self, method: str, path: str, body: bytes = b"") -> Any:
         status, payload = await self._connection.request(method, path, body)
@@ -165,20 +174,22 @@ class _Connection:
         self._connection.close()
 
 
-async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+async def _drive(
+    port: int, debug_port: int, pods: list[dict[str, Any]], names: list[str], tls: ssl.SSLContext | None
+) -> dict[str, Any]:
     filter_ms: list[float] = []
     errors: list[str] = []
     bound = 0
     # Encoded up front: kube-scheduler's encoding is not what we measure.
     bodies = [json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode() for pod in pods]
-    filters = await _Connection.open(port)  # kube-scheduler's filter path is sequential: one connection
+    filters = await _Connection.open(port, tls)  # kube-scheduler's filter path is sequential: one connection
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection
 
     async def bind(pod: dict[str, Any], node: str) -> None:
         nonlocal bound
         meta = pod["metadata"]
         body = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta["uid"], "Node": node}
-        connection = idle.pop() if idle else await _Connection.open(port)
+        connection = idle.pop() if idle else await _Connection.open(port, tls)
         reply = await connection.request("POST", "/bind", json.dumps(body).encode())
         idle.append(connection)
         if reply.get("Error"):
@@ -202,8 +213,9 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
             progress.advance(task)
         await asyncio.gather(*pending)
     elapsed = time.perf_counter() - started
-    metrics = await filters.request("GET", "/metrics")
-    for connection in [filters, *idle]:
+    debug = await _Connection.open(debug_port)  # metrics live on the debug port only
+    metrics = await debug.request("GET", "/metrics")
+    for connection in [filters, debug, *idle]:
         connection.close()
     return {
         "filter_ms": filter_ms,
@@ -243,23 +255,33 @@ def _server_side(metrics: str) -> dict[str, float]:
     return result
 
 
+def _pki(folder: Path) -> tuple[list[str], ssl.SSLContext]:
+    """The server's flags and the client's context for mTLS over loopback (certificates for ``localhost``)."""
+    pems = issue(server_names=["localhost"], days=1).write_pems(folder)
+    context = ssl.create_default_context(cafile=str(pems["ca"]))
+    context.load_cert_chain(str(pems["client_cert"]), str(pems["client_key"]))
+    flags = [f"--tls-cert={pems['server_cert']}", f"--tls-key={pems['server_key']}", f"--client-ca={pems['ca']}"]
+    return flags, context
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=100)
     parser.add_argument("--pods-per-gang", type=int, default=8)
     parser.add_argument("--gpus-per-pod", type=int, default=2)
+    parser.add_argument("--mtls", action="store_true", help="serve the verbs over mTLS, as the Deployment does")
     args = parser.parse_args(argv)
     items = make_cluster(
         nodes=args.nodes, gangs=args.gangs, pods_per_gang=args.pods_per_gang, gpus_per_pod=args.gpus_per_pod
     )
     pods = [item for item in items if item["kind"] == "Pod"]
     names = [item["metadata"]["name"] for item in items if item["kind"] == "Node"]
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    port, probe_port, debug_port = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory() as folder:
         snapshot = Path(folder) / "bench.json"
         dump_snapshot(items, snapshot)
+        tls_flags, tls = _pki(Path(folder)) if args.mtls else ([], None)
         command = [
             sys.executable,
             "-c",
@@ -269,20 +291,32 @@ def main(argv: list[str] | None = None) -> int:
             str(snapshot),
             "--port",
             str(port),
+            "--probe-port",
+            str(probe_port),
+            "--debug-port",
+            str(debug_port),
+            *tls_flags,
             "--log-level",
             "warning",
         ]
         server = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
-            planning = _wait_planned(base, args.gangs, server=server, deadline_seconds=600)
-            result = asyncio.run(_drive(port, pods, names))
+            planning = _wait_planned(
+                f"http://127.0.0.1:{probe_port}",
+                f"http://127.0.0.1:{debug_port}",
+                args.gangs,
+                server=server,
+                deadline_seconds=600,
+            )
+            result = asyncio.run(_drive(port, debug_port, pods, names, tls))
         finally:
             server.terminate()
             server.wait(timeout=10)
     latencies = sorted(result["filter_ms"])
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
     rate = result["bound"] / result["elapsed"]
-    print(f"cluster: {args.nodes} nodes, {args.gangs} gangs × {args.pods_per_gang} pods (node-names mode)")
+    transport = "mTLS" if args.mtls else "plain HTTP"
+    print(f"cluster: {args.nodes} nodes, {args.gangs} gangs × {args.pods_per_gang} pods (node-names mode, {transport})")
     print(f"planned ahead: {args.gangs} gangs in {planning:.1f} s")
     print(f"filter latency: median {statistics.median(latencies):.2f} ms, p99 {p99:.2f} ms, max {latencies[-1]:.2f} ms")
     print(f"bound: {result['bound']} of {len(pods)} pods in {result['elapsed']:.2f} s = {rate:.0f} pods/s")

@@ -7,6 +7,7 @@ would measure the client instead of the server. Bodies are bytes in and (status,
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 __all__ = ["Connection", "Pool"]
 
@@ -20,8 +21,11 @@ class Connection:
         self._host = host
 
     @classmethod
-    async def open(cls, host: str, port: int) -> Connection:
-        reader, writer = await asyncio.open_connection(host, port)
+    async def open(cls, host: str, port: int, *, tls: ssl.SSLContext | None = None) -> Connection:
+        """``tls``: a client context (with the client certificate) for a server behind mTLS; its certificate is
+        checked for ``localhost``."""
+        server_hostname = "localhost" if tls else None
+        reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=server_hostname)
         return cls(reader, writer, f"{host}:{port}")
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:

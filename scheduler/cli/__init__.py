@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from . import (
     bench,
+    certs,
     initc,
     plan,
     reconcile,
@@ -26,6 +27,7 @@ COMMANDS: tuple[Registrar, ...] = (
     record.register,
     bench.register,
     plan.register,
+    certs.register,
     initc.register,
 )
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from urllib3.exceptions import HTTPError
 
 from api.grove import PodGang
-from api.kube import Node, Pod
+from api.kube import Node, Pod, unusable_node
 from scheduler.kube.connect import describe_error
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_decoded
 
@@ -307,7 +307,8 @@ class _Watcher:
                 where,
                 first["msg"],
             )
-            return None
+            # A node that cannot be read must not keep an older, usable version in the store: it stays, unusable.
+            return unusable_node(item) if self._watched.kind == "Node" else None
         return parsed
 
 

@@ -193,6 +193,28 @@ def test_an_invalid_object_is_skipped_not_fatal(
     assert "default/broken" not in store.names("PodGang")
 
 
+def test_a_node_reporting_an_absurd_gpu_count_is_kept_unusable(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kubelet or device plugin sets a node's capacity: one absurd value must neither crash the mirror nor leave
+    an older, usable version of that node in the store."""
+    store, _ = watching
+    wait_for(lambda: store.synced_calls == 1)
+    broken = k.node("gpu-1")
+    broken["status"]["allocatable"]["nvidia.com/gpu"] = "1e40"
+    fake.put(NODES, broken)
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and node.spec.unschedulable)
+    node = store.node("gpu-1")
+    assert node is not None and node.allocatable() == {}
+    assert "field=status.allocatable" in caplog.text and "nvidia.com/gpu" in caplog.text
+    fake.put(NODES, k.node("gpu-1"))  # the device plugin is fixed: the node is usable again
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and not node.spec.unschedulable)
+    fake.put(NODES, broken, silent=True)
+    fake.expire_watches(NODES)  # and a relist meets the bad value as well
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and node.spec.unschedulable)
+    assert store.names("Node") == {"gpu-0", "gpu-1"}
+
+
 def test_large_lists_are_paged(fake: FakeApiServer, api_client: ApiClient) -> None:
     from scheduler.kube.listing import NODES as NODE_RESOURCE
     from scheduler.kube.listing import list_all

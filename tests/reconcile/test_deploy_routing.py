@@ -114,6 +114,8 @@ def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> N
     (extender,) = config["extenders"]
     assert extender == {
         "urlPrefix": extender["urlPrefix"],
+        "enableHTTPS": True,  # the extender serves its verbs over mTLS only (tests/kube/test_deploy_security.py)
+        "tlsConfig": {key: extender["tlsConfig"][key] for key in ("certFile", "keyFile", "caFile")},
         "preemptVerb": "preempt",
         "managedResources": [{"name": "nvidia.com/gpu", "ignoredByScheduler": False}],
         "ignorable": True,
@@ -124,3 +126,4 @@ def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> N
     )  # the grove profile's own extender: the same service
     grove_config = yaml.safe_load(next(iter(scheduler["data"].values())))
     assert extender["urlPrefix"] == grove_config["extenders"][0]["urlPrefix"]
+    assert extender["enableHTTPS"] == grove_config["extenders"][0]["enableHTTPS"]
