@@ -1,0 +1,248 @@
+"""The extender's HTTP stack alone: what the server, routing, body reading, decoding and encoding cost per call.
+
+kube-scheduler calls ``filter`` then ``bind`` for every pod; whatever the HTTP stack spends on them is spent on
+every pod, before the extender decides anything. Two measurements, in one run:
+
+1. **In process**: decoding a kube-scheduler-shaped filter body (a ~2 KB Pod and every node name) and a bind body,
+   and encoding the replies: median CPU µs per call over many calls.
+2. **Over loopback**: ``api.server.serve_listeners`` (uvicorn, httptools, uvloop, the per-request deadline) in a
+   subprocess, serving either a no-op ASGI app (the server's own floor) or ``api.app.create_app`` over a stub
+   extender that answers at once (filter: the first node; bind: bound), driven by one keep-alive connection the
+   way kube-scheduler drives filter. The server's CPU per request comes from ``/proc`` (10 ms ticks: thousands of
+   requests keep the error near 1 %); wall time per request includes the client.
+
+    .venv/bin/python -m benchmarks.bench_http [--nodes 1008] [--requests 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.app import create_app
+from api.extender import (
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
+from api.server import Listener, serve_listeners
+from benchmarks.e2e import objects
+from benchmarks.e2e.loopback import Connection
+from benchmarks.e2e.processes import cpu_seconds, free_port
+
+APPS = ("floor", "extender")
+
+
+class StubExtender:
+    """Answers at once, as for a pod planned ahead: what is left is the HTTP stack's own cost."""
+
+    async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
+        return ExtenderFilterResult(NodeNames=args.candidate_names()[:1])
+
+    async def prioritize(self, args: ExtenderArgs) -> Sequence[HostPriority]:
+        return []
+
+    async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
+        return ExtenderBindingResult()
+
+    async def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
+        return ExtenderPreemptionResult()
+
+    def healthy(self) -> bool:
+        return True
+
+    def ready(self) -> bool:
+        return True
+
+    def debug_gangs(self) -> Sequence[Mapping[str, Any]]:
+        return []
+
+
+async def _noop(scope: Any, receive: Any, send: Any) -> None:
+    """The server's floor: read the body, answer ``{}``."""
+    if scope["type"] != "http":
+        return
+    message = await receive()
+    while message.get("more_body"):
+        message = await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def _serve(app_name: str, port: int) -> int:
+    app = _noop if app_name == "floor" else create_app(StubExtender())
+    serve_listeners([Listener(name=app_name, app=app, host="127.0.0.1", port=port)], log_level="warning")
+    return 0
+
+
+# --- bodies ------------------------------------------------------------------------------------------------------
+
+
+def filter_body(nodes: int) -> bytes:
+    pod = objects.pod("gang-00001-w3", gang="gang-00001")
+    pod["metadata"]["uid"] = "4b132dff-8aa7-4e38-b639-723455785ce8"
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    return json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
+
+
+BIND_BODY = json.dumps(
+    {"PodName": "gang-00001-w3", "PodNamespace": "default", "PodUID": "4b132dff", "Node": "node-00001"}
+).encode()
+
+
+class _Identity(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] | None = None
+
+
+class _IdentityPod(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    metadata: _Identity = Field(default_factory=_Identity)
+
+
+class IdentityArgs(BaseModel):
+    """What filter needs once the extender plans from the store's copy of a pod (issue 9): the Pod's identity and
+    labels, and the node names. Measured here only, for the figure."""
+
+    model_config = ConfigDict(extra="ignore")
+    Pod: _IdentityPod
+    NodeNames: list[str] | None = None
+
+
+# --- in process --------------------------------------------------------------------------------------------------
+
+
+def _median_us(call: Callable[[], object], *, calls: int) -> float:
+    """Median over 7 rounds of this thread's CPU time per call (not wall time: other work on a shared machine
+    would inflate it)."""
+    call()
+    samples = []
+    for _ in range(7):
+        started = time.thread_time()
+        for _ in range(calls):
+            call()
+        samples.append((time.thread_time() - started) / calls)
+    return 1e6 * statistics.median(samples)
+
+
+def in_process(nodes: int) -> list[tuple[str, float]]:
+    body = filter_body(nodes)
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    refusal = ExtenderFilterResult(NodeNames=[], FailedNodes=dict.fromkeys(names, "gang default/g: waiting"))
+
+    def decode_full() -> object:
+        return ExtenderArgs.model_validate_json(body)
+
+    def decode_identity() -> object:
+        return IdentityArgs.model_validate_json(body)
+
+    def decode_bind() -> object:
+        return ExtenderBindingArgs.model_validate_json(BIND_BODY)
+
+    def encode_accept() -> object:
+        return ExtenderFilterResult(NodeNames=["node-00001"]).model_dump_json()
+
+    def encode_bind() -> object:
+        return ExtenderBindingResult().model_dump_json()
+
+    return [
+        (f"decode filter body, full Pod + {nodes} names (ExtenderArgs)", _median_us(decode_full, calls=500)),
+        (f"decode filter body, Pod identity + {nodes} names", _median_us(decode_identity, calls=500)),
+        ("decode bind body (ExtenderBindingArgs)", _median_us(decode_bind, calls=5000)),
+        ("encode filter reply, one node", _median_us(encode_accept, calls=5000)),
+        (f"encode filter refusal, {nodes} failed nodes", _median_us(refusal.model_dump_json, calls=500)),
+        ("encode bind reply", _median_us(encode_bind, calls=5000)),
+    ]
+
+
+# --- over loopback -----------------------------------------------------------------------------------------------
+
+
+async def _drive(port: int, path: str, body: bytes, requests: int) -> None:
+    connection = await Connection.open("127.0.0.1", port)
+    try:
+        for _ in range(requests):
+            status, _ = await connection.request("POST", path, body)
+            if status != 200:
+                raise SystemExit(f"bench: {path} answered {status}")
+    finally:
+        connection.close()
+
+
+def _wait_up(port: int, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"bench: the server exited with {server.returncode}")
+        try:
+            asyncio.run(_drive(port, "/bind", BIND_BODY, 1))
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("bench: the server did not start")
+
+
+def over_loopback(app_name: str, *, nodes: int, requests: int) -> list[tuple[str, float, float]]:
+    """(call, server CPU µs per request, wall µs per request) for filter and bind."""
+    port = free_port()
+    command = [sys.executable, "-m", "benchmarks.bench_http", "--serve", app_name, "--port", str(port)]
+    server = subprocess.Popen(command)
+    rows = []
+    try:
+        _wait_up(port, server)
+        for path, body in (("/filter", filter_body(nodes)), ("/bind", BIND_BODY)):
+            asyncio.run(_drive(port, path, body, 200))  # warm: imports, caches, the connection
+            cpu, wall = cpu_seconds(server.pid), time.perf_counter()
+            asyncio.run(_drive(port, path, body, requests))
+            cpu, wall = cpu_seconds(server.pid) - cpu, time.perf_counter() - wall
+            rows.append((path.lstrip("/"), 1e6 * cpu / requests, 1e6 * wall / requests))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1008, help="node names in each filter body")
+    parser.add_argument("--requests", type=int, default=5000, help="requests per verb and app over loopback")
+    parser.add_argument("--serve", choices=APPS, help=argparse.SUPPRESS)  # the server subprocess
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        return _serve(args.serve, args.port)
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"load average before: {load}; filter bodies: a ~2 KB Pod and {args.nodes} node names")
+    print("in process, median µs per call:")
+    for what, micros in in_process(args.nodes):
+        print(f"  {micros:7.1f}  {what}")
+    print(f"over loopback, {args.requests} requests per row, one keep-alive connection:")
+    print("  app       verb     server CPU µs/request   wall µs/request")
+    floor: dict[str, float] = {}
+    for app_name in APPS:
+        for verb, cpu, wall in over_loopback(app_name, nodes=args.nodes, requests=args.requests):
+            over = f" (floor + {cpu - floor[verb]:.0f})" if verb in floor else ""
+            floor.setdefault(verb, cpu)
+            print(f"  {app_name:9} {verb:8} {cpu:8.1f}{over:16} {wall:10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
