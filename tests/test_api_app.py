@@ -181,6 +181,13 @@ def test_what_the_extender_knows_is_not_on_the_verb_or_probe_port(echo: EchoExte
         assert SyncClient(app).get(path).status_code == 404
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_verbs_are_post_only(client: SyncClient, echo: EchoExtender, method: str) -> None:
+    reply = client.request(method, "/filter")
+    assert reply.status_code == 405 and reply.headers["allow"] == "POST"
+    assert "POST" in reply.json()["Error"] and echo.calls == []
+
+
 def test_the_probe_port_serves_no_verb(echo: EchoExtender) -> None:
     reply = SyncClient(create_probe_app(echo)).post("/filter", json={"Pod": POD, "NodeNames": ["a"]})
     assert reply.status_code in (404, 405) and echo.calls == []

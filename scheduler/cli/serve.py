@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from placement import solve
@@ -43,9 +43,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Service:
-    app: FastAPI  # the verbs and probes
-    probe_app: FastAPI  # the probes alone
-    debug_app: FastAPI  # /metrics and /debug/gangs
+    app: ASGIApp  # the verbs and probes
+    probe_app: ASGIApp  # the probes alone
+    debug_app: ASGIApp  # /metrics and /debug/gangs
     coordinator: Coordinator
     worker: BackgroundWorker
 
