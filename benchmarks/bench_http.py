@@ -4,12 +4,15 @@ kube-scheduler calls ``filter`` then ``bind`` for every pod; whatever the HTTP s
 every pod, before the extender decides anything. Two measurements, in one run:
 
 1. **In process**: decoding a kube-scheduler-shaped filter body (a ~2 KB Pod and every node name) and a bind body,
-   and encoding the replies: median CPU µs per call over many calls.
+   and encoding the replies; then a whole call through ``api.app.create_app`` over a stub extender that answers
+   at once (filter: the first node; bind: bound), called as uvicorn calls it (ASGI scope, receive, send) with no
+   server or socket: routing, body reading, decoding, encoding. Median CPU µs per call of this thread over many
+   calls (thread CPU time, not wall time: other work on a shared machine would inflate that).
 2. **Over loopback**: ``api.server.serve_listeners`` (uvicorn, httptools, uvloop, the per-request deadline) in a
-   subprocess, serving either a no-op ASGI app (the server's own floor) or ``api.app.create_app`` over a stub
-   extender that answers at once (filter: the first node; bind: bound), driven by one keep-alive connection the
-   way kube-scheduler drives filter. The server's CPU per request comes from ``/proc`` (10 ms ticks: thousands of
-   requests keep the error near 1 %); wall time per request includes the client.
+   subprocess, serving either a no-op ASGI app (the server's own floor) or ``api.app.create_app`` over the stub,
+   driven by one keep-alive connection the way kube-scheduler drives filter. The server's CPU per request comes
+   from ``/proc`` (10 ms ticks: thousands of requests keep the error near 1 %); wall time per request includes the
+   client. On a shared machine this part moves with the load; the in-process part much less.
 
     .venv/bin/python -m benchmarks.bench_http [--nodes 1008] [--requests 5000]
 """
@@ -130,8 +133,7 @@ class IdentityArgs(BaseModel):
 
 
 def _median_us(call: Callable[[], object], *, calls: int) -> float:
-    """Median over 7 rounds of this thread's CPU time per call (not wall time: other work on a shared machine
-    would inflate it)."""
+    """Median over 7 rounds of this thread's CPU time per call."""
     call()
     samples = []
     for _ in range(7):
@@ -170,6 +172,47 @@ def in_process(nodes: int) -> list[tuple[str, float]]:
         (f"encode filter refusal, {nodes} failed nodes", _median_us(refusal.model_dump_json, calls=500)),
         ("encode bind reply", _median_us(encode_bind, calls=5000)),
     ]
+
+
+def _asgi_call(app: Any, path: str, body: bytes) -> Callable[[], object]:
+    """One POST through ``app`` as uvicorn makes it, on a loop of its own; checks the answer was a 200."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"extender"), (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8888),
+    }  # fmt: skip
+    request = {"type": "http.request", "body": body, "more_body": False}
+    loop = asyncio.new_event_loop()
+    status: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return request
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    def call() -> object:
+        status.clear()
+        loop.run_until_complete(app(dict(scope), receive, send))
+        if status != [200]:
+            raise SystemExit(f"bench: {path} answered {status}")
+        return None
+
+    return call
+
+
+def asgi_in_process(nodes: int) -> list[tuple[str, float]]:
+    """A whole call through ``create_app`` and, for the floor of calling any ASGI app this way, through the no-op."""
+    app = create_app(StubExtender())
+    rows = []
+    for verb, body, calls in (("filter", filter_body(nodes), 500), ("bind", BIND_BODY, 2000)):
+        floor = _median_us(_asgi_call(_noop, f"/{verb}", body), calls=calls)
+        micros = _median_us(_asgi_call(app, f"/{verb}", body), calls=calls)
+        rows.append((f"{verb} through create_app, no server (no-op ASGI app: {floor:.1f})", micros))
+    return rows
 
 
 # --- over loopback -----------------------------------------------------------------------------------------------
@@ -231,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"load average before: {load}; filter bodies: a ~2 KB Pod and {args.nodes} node names")
     print("in process, median µs per call:")
-    for what, micros in in_process(args.nodes):
+    for what, micros in in_process(args.nodes) + asgi_in_process(args.nodes):
         print(f"  {micros:7.1f}  {what}")
     print(f"over loopback, {args.requests} requests per row, one keep-alive connection:")
     print("  app       verb     server CPU µs/request   wall µs/request")
