@@ -33,7 +33,7 @@ from scheduler.kube.connect import ConnectError
 from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
+from scheduler.state import ClusterStore, OurPods, load_snapshot_into
 from topology import Level
 
 __all__ = ["Service", "build_service", "register"]
@@ -104,6 +104,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
     )
     parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        metavar="NAME",
+        help="schedulerName of the kube-scheduler profile that calls this extender (repeatable; default: grove). "
+        "Pods it schedules and Grove gang members are kept whole; other pods only as the capacity they hold",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(handler=run_serve)
 
@@ -131,6 +139,10 @@ def run_serve(args: argparse.Namespace) -> int:
     return 2
 
 
+def our_pods(args: argparse.Namespace) -> OurPods:
+    return OurPods(frozenset(args.scheduler_names)) if args.scheduler_names else OurPods()
+
+
 def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     try:
         snapshot = load_snapshot(args.snapshot)
@@ -138,7 +150,7 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     except (SnapshotError, LevelsError) as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
-    store = ClusterStore()
+    store = ClusterStore(ours=our_pods(args))
     service = build_service(
         store=store,
         writer=InMemoryClusterWriter(store),
@@ -172,7 +184,7 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     except (LevelsError, ConnectError) as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
-    store = ClusterStore()
+    store = ClusterStore(ours=our_pods(args))
     # Built before the watches fill the store, so the first list's events queue every pending gang for planning.
     service = build_service(
         store=store,
