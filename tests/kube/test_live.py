@@ -54,8 +54,9 @@ def test_a_gang_is_planned_bound_and_reported_through_the_api(fake: FakeApiServe
         store=store,
         writer=cluster.writer,
         leadership=cluster.elector,
-        # Both members do reach bind: the barrier must never give up first, however slow the machine.
-        config=CoordinatorConfig(barrier_timeout_seconds=60.0),
+        # Both members do reach bind: the first must still be waiting when the second completes the gang, however
+        # slow the machine (had it answered first, the release would still bind it, but this test reads the answers).
+        config=CoordinatorConfig(bind_wait_seconds=60.0),
         levels=choose_levels(levels_file=None, bindings=[]),
     )
     cluster.start(store)
