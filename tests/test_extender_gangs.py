@@ -22,7 +22,6 @@ from tests.extender_support import (
     pod,
     podgang,
     run,
-    until,
 )
 
 
@@ -331,7 +330,9 @@ def test_a_member_whose_planned_node_kube_scheduler_refuses_moves_the_gang_and_t
             assert h.writer.bindings == []
             # kube-scheduler retries the first member: it gets its new node, and the gang binds whole.
             (new_first,) = (await filter_one(client, pods[0], names))["NodeNames"]
-            binds = [client.post("/bind", json=bind_body(p, n)) for p, n in ((pods[0], new_first), (pods[1], second_node))]
+            binds = [
+                client.post("/bind", json=bind_body(p, n)) for p, n in ((pods[0], new_first), (pods[1], second_node))
+            ]
             results = [reply.json() for reply in await asyncio.gather(*binds)]
             assert results == [{"Error": ""}, {"Error": ""}], results
         bound = h.writer.bound_nodes()

@@ -52,6 +52,7 @@ class BackgroundWorker:
             except Exception:
                 # One gang's failure must not stop planning for every other gang.
                 log.exception("background work failed kind=%s gang=%s", kind, ref.key)
+        coordinator.reporter.retry_failed()
         coordinator.leading()  # notice a change of leadership even when no request arrives
         coordinator.expire()
         return len(work)

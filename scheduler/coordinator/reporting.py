@@ -3,7 +3,7 @@
 Bound → ``Scheduled=True`` (phase Starting, placementScore) and a Normal ``Scheduled`` event. PartiallyBound →
 ``Scheduled=False, reason=PartiallyBound`` naming each group's bound count, and a Warning event: a partial gang is
 repaired, never silent. A gang that leaves PartiallyBound with nothing bound gets ``Scheduled=False`` again. Writes
-are best effort (logged): the table, not the API, is what the extender acts on.
+that fail are tried again on the worker's next tick, so a partial gang is never left unreported by an API hiccup.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class StatusReporter:
         self._work = work
         self._wall_clock = wall_clock
         self._shown: dict[str, GangState] = {}  # what the PodGang says now, as far as we wrote it
+        self._failed: dict[str, GangRef] = {}  # reports whose write failed: retried by ``retry_failed``
         table.subscribe(self.on_state)
 
     def on_state(self, ref: GangRef, before: GangState | None, after: GangState | None) -> None:
@@ -57,11 +58,18 @@ class StatusReporter:
         if not ref.solo and (before in _SHOWN or after in _SHOWN):
             self._work.put(("report", ref))
 
+    def retry_failed(self) -> None:
+        """Report again what could not be written (the background worker calls this once per tick)."""
+        failed, self._failed = self._failed, {}
+        for ref in failed.values():
+            self.report(ref)
+
     def report(self, ref: GangRef) -> None:
         summary = self._table.summary(ref.key)
         podgang = self._store.podgang(ref.key)
         if summary is None or podgang is None:
             self._shown.pop(ref.key, None)
+            self._failed.pop(ref.key, None)
             return
         shown = self._shown.get(ref.key)
         now = self._wall_clock()
@@ -76,8 +84,12 @@ class StatusReporter:
             status, event = unscheduled_status(podgang, reason=summary.reason, now=now), None
         else:
             return
+        if not self._write(
+            "status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
+        ):
+            self._failed[ref.key] = ref
+            return
         self._shown[ref.key] = summary.state
-        self._write("status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status)
         if event is not None:
             kind, reason, message = event
             self._write(
@@ -100,8 +112,10 @@ class StatusReporter:
                 "status", self._writer.patch_podgang_status, namespace=ref.namespace, name=ref.name, status=status
             )
 
-    def _write(self, what: str, write: Callable[..., None], **kwargs: Any) -> None:
+    def _write(self, what: str, write: Callable[..., None], **kwargs: Any) -> bool:
         try:
             write(**kwargs)
         except WriteError as err:
             log.warning("podgang %s not written gang=%s/%s error=%s", what, kwargs["namespace"], kwargs["name"], err)
+            return False
+        return True

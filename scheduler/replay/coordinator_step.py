@@ -103,6 +103,8 @@ class CoordinatorStep:
                 reply = await self.coordinator.filter(ExtenderArgs(Pod=pod, NodeNames=self._fitting(group, room)))
                 if not reply.NodeNames:
                     reasons.append(reply.Error or next(iter(reply.FailedNodes.values()), "no node passed the filter"))
+                    if not binds:
+                        return Decision(reason=reasons[0])  # refused as a whole: kube-scheduler binds nothing
                     continue
                 node = reply.NodeNames[0]
                 for name, amount in group.demand.items():  # kube-scheduler assumes the pod on its node

@@ -61,8 +61,11 @@ def test_a_gang_is_planned_bound_and_reported_through_the_api(fake: FakeApiServe
     )
     cluster.start(store)
     service.worker.start()
+    service.coordinator.add_liveness("planner", service.worker.alive)
+    service.coordinator.add_liveness("watches", cluster.alive)
     try:
         wait_for(service.coordinator.ready)
+        assert service.coordinator.healthy()
         assert not standby.elector.step(), "the second replica must stand by"
         pods = [store.pod(f"default/w-{i}") for i in range(2)]
 
@@ -107,6 +110,7 @@ def test_a_gang_is_planned_bound_and_reported_through_the_api(fake: FakeApiServe
         service.worker.stop()
         cluster.close()
         standby.close()
+    assert not service.coordinator.healthy(), "a stopped planner and closed watches are not healthy"
     lease = fake.get(LEASES, "grove-extender", "grove-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == "", "released on close"
 
