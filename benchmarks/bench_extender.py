@@ -215,10 +215,11 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
     """Offer every pod as kube-scheduler does: filter one at a time on one connection, then bind without waiting
     (binds run concurrently); a pod whose filter or bind answered an error is offered again after its backoff,
     until it is bound — by its own bind call, or by the extender's release (which kube-scheduler learns from its
-    watch; here from ``/debug/gangs``)."""
+    watch; here from ``/debug/gangs``, asked only while some pod waits for a retry)."""
     filter_ms: list[float] = []
     errors: list[str] = []
     done = [False] * len(pods)
+    left = len(pods)
     calls = {"filter": 0, "bind": 0, "bind_error": 0}
     # Encoded up front: kube-scheduler's encoding is not what we measure.
     bodies = [json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode() for pod in pods]
@@ -228,7 +229,20 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection
     queue = _Backoff(pods)
     in_flight: set[int] = set()
+    retrying: set[int] = set()
     started = time.perf_counter()
+
+    def finished(index: int) -> None:
+        nonlocal left
+        if not done[index]:
+            done[index] = True
+            left -= 1
+            retrying.discard(index)
+            progress.advance(task)
+
+    def failed(index: int) -> None:
+        retrying.add(index)
+        queue.failed(index, time.perf_counter() - started)
 
     async def bind(index: int, node: str) -> None:
         meta = pods[index]["metadata"]
@@ -241,25 +255,26 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
         if reply.get("Error"):
             calls["bind_error"] += 1
             errors.append(reply["Error"])
-            queue.failed(index, time.perf_counter() - started)
+            failed(index)
         else:
-            done[index] = True
+            finished(index)
 
     async def follow_gangs() -> None:
         """What kube-scheduler's informer tells it: pods bound by someone else (the release) leave its queue."""
-        while not all(done):
+        while left:
             await asyncio.sleep(0.5)
+            if not retrying:
+                continue
             gangs = await watch.request("GET", "/debug/gangs")
             bound = {gang["gang"].split("/", 1)[1] for gang in gangs["gangs"] if gang["state"] == "Bound"}
-            for index, gang in enumerate(gang_of):
-                if gang in bound:
-                    done[index] = True
+            for index in [i for i in retrying if gang_of[i] in bound]:
+                finished(index)
 
     pending: list[asyncio.Task[None]] = []
-    follower = asyncio.create_task(follow_gangs())
     with Progress(transient=True) as progress:
         task = progress.add_task("filter → bind", total=len(pods))
-        while not all(done):
+        follower = asyncio.create_task(follow_gangs())
+        while left:
             index, wait = queue.next(time.perf_counter() - started)
             if index is None:
                 await asyncio.sleep(wait or 0.05)
@@ -276,11 +291,10 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
                 pending.append(asyncio.create_task(bind(index, chosen[0])))
             else:
                 errors.append(reply.get("Error") or next(iter(reply.get("FailedNodes", {}).values()), ""))
-                queue.failed(index, time.perf_counter() - started)
-            progress.update(task, completed=sum(done))
+                failed(index)
+        elapsed = time.perf_counter() - started
         await asyncio.gather(*pending)
-    elapsed = time.perf_counter() - started
-    follower.cancel()
+        follower.cancel()
     metrics = await filters.request("GET", "/metrics")
     for connection in [filters, watch, *idle]:
         connection.close()

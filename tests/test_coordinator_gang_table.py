@@ -32,6 +32,11 @@ def _ready(table: GangTable, pod: str, node: str) -> bool:
     return view.complete
 
 
+def _held(table: GangTable) -> set[str]:
+    """The members holding a reservation, as the next plan sees them."""
+    return set(table.planning_basis(REF, now=0.0).held)
+
+
 def _known(pod: str) -> PodFacts:
     return PodFacts(known=True, uid=f"uid-{pod}")
 
@@ -75,9 +80,9 @@ def test_a_release_binds_ready_members_and_a_lost_one_leaves_the_gang_partly_bou
         (GangState.RELEASING, GangState.PARTIALLY_BOUND),
     ]
     # The two bound members keep their reservations until the store shows them bound; the gone one's is back.
-    assert set(table.reserved_pods(REF.key)) == set(PODS[:2])
+    assert _held(table) == set(PODS[:2])
     table.member_bound_observed(REF.key, PODS[0], node="n0")
-    assert set(table.reserved_pods(REF.key)) == {PODS[1]}
+    assert _held(table) == {PODS[1]}
 
 
 def test_ready_members_on_a_node_that_lost_room_are_dropped_and_nothing_is_bound() -> None:
@@ -94,7 +99,7 @@ def test_ready_members_on_a_node_that_lost_room_are_dropped_and_nothing_is_bound
     )
     assert batch.members == () and set(batch.lost) == set(PODS[:2])
     assert table.summary(REF.key).state is GangState.PLANNED  # type: ignore[union-attr]
-    assert set(table.reserved_pods(REF.key)) == {PODS[2]}
+    assert _held(table) == {PODS[2]}
     assert table.member(REF.key, PODS[0]).planned is None  # type: ignore[union-attr]
 
 
@@ -149,5 +154,5 @@ def test_forgetting_a_gang_returns_its_ready_members_and_counts_stay_by_state() 
     _ready(table, PODS[0], "n0")
     assert table.counts_by_state()["Planned"] == 1
     assert table.forget(REF.key) == [PODS[0]]
-    assert len(table) == 0 and table.reservation_count() == 0
+    assert table.summary(REF.key) is None and table.reservation_count() == 0
     assert set(table.counts_by_state()) == {state.value for state in GangState}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.coordinator import BackgroundWorker
+from scheduler.coordinator.members import gang_ref_of
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod, podgang
 
 NODES = [node("a0", clique="A"), node("a1", clique="A"), node("b0", clique="B")]
@@ -33,7 +34,7 @@ def test_deleting_the_podgang_or_a_pod_releases_its_reservations() -> None:
     client = SyncClient(h.app)
     client.post("/filter", json=filter_body(pods[0], NAMES))
     h.store.apply("Pod", "DELETED", pods[1])
-    assert set(h.coordinator.table.reserved_pods("default/g")) == {pods[0].key}
+    assert set(h.coordinator.table.planning_basis(gang_ref_of(pods[0]), now=0).held) == {pods[0].key}
     h.store.apply("PodGang", "DELETED", pg)
     assert h.coordinator.table.reservation_count() == 0 and h.coordinator.debug_gangs() == []
 

@@ -78,10 +78,10 @@ class Binder:
         outcome = await self._waiters.wait(key, waiter, seconds=self._wait)
         self._metrics.bind_wait_seconds.observe(self._clock() - started)
         if outcome is None:
-            self._metrics.bind_waits_expired.inc()
             now = self._table.member(ref.key, key)
             if now is not None and now.bound == decision.node:
                 return ExtenderBindingResult()  # bound while the answer was on its way
+            self._metrics.bind_waits_expired.inc()
             lost = f"pod {key} lost its place while it waited; it will be re-planned"
             return ExtenderBindingResult(Error=ready_message(key, now) if now and now.ready else lost)
         return ExtenderBindingResult(Error=outcome)

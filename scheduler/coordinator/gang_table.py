@@ -174,13 +174,6 @@ class GangTable:
         with self._lock:
             return self._book.count()
 
-    def reserved_pods(self, gang: str) -> dict[str, str]:
-        with self._lock:
-            return {pod: r.node for pod, r in self._book.of_gang(gang).items()}
-
-    def __len__(self) -> int:
-        return len(self._gangs)
-
     # --- planning ----------------------------------------------------------------------------------------------
 
     def waiting(self, ref: GangRef, *, reason: str, basis: PlanBasis, transient: bool = False) -> None:

@@ -61,12 +61,6 @@ class GangMembers:
     podgang: PodGang | None
     groups: tuple[GroupMembers, ...]
 
-    def group_of(self, pod_key: str) -> GroupMembers | None:
-        for group in self.groups:
-            if any(pod.key == pod_key for pod in group.pods):
-                return group
-        return None
-
     def not_ready_reason(self) -> str | None:
         """Why the gang cannot be planned yet (guaranteed pods missing or gated), or None when it can."""
         for group in self.groups:

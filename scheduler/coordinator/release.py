@@ -96,9 +96,6 @@ class Releaser:
         if ref.key not in self._running:
             self._running[ref.key] = asyncio.ensure_future(self._run(ref))
 
-    def running(self) -> int:
-        return len(self._running)
-
     async def _run(self, ref: GangRef) -> None:
         attempt = 0
         try:

@@ -26,9 +26,6 @@ class BindWaiters:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
 
-    def __len__(self) -> int:
-        return len(self._waiting)
-
     def register(self, pod: str) -> asyncio.Future[str]:
         """Start waiting for ``pod``'s outcome (before anything that may answer it runs). A newer call for the
         same pod takes over: the older one is answered that it was superseded."""

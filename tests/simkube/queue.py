@@ -127,15 +127,9 @@ class SchedulingQueue:
         """When the earliest backing-off pod is due (stale entries may make this early, never late)."""
         return self._backoff[0][0] if self._backoff else None
 
-    def has_active(self) -> bool:
-        return any(self._info.get(key) is not None and self._info[key].where == "active" for *_, key in self._active)
-
     def where(self, key: str) -> str | None:
         info = self._info.get(key)
         return info.where if info is not None else None
-
-    def pending(self) -> int:
-        return len(self._info)
 
     def _unpark(self, key: str, now: float) -> None:
         self._parked.pop(key, None)
