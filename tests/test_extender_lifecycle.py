@@ -17,9 +17,9 @@ def test_reservations_expire_by_ttl_and_the_next_filter_plans_again() -> None:
     client = SyncClient(h.app)
     assert client.post("/filter", json=filter_body(pods[0], NAMES)).json()["NodeNames"]
     assert h.coordinator.table.reservation_count() == 2
-    # No filter arrived before this one, so the pace is the floor (10/s): 60 s + 2 × 2 members / 10 per s + 10 s
-    # of backoff = 70.4 s. A second short of it the plan holds; past it, it is given back.
-    h.clock.now += 70.4 - 1
+    # No filter arrived before this one, so the pace is the floor (20/s): 60 s + 2 × 2 members / 20 per s + 10 s
+    # of backoff = 70.2 s. A second short of it the plan holds; past it, it is given back.
+    h.clock.now += 70.2 - 1
     assert h.coordinator.expire() == []
     h.clock.now += 2
     assert h.coordinator.expire() == ["default/g"]

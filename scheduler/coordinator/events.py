@@ -2,7 +2,8 @@
 
 - a pod bound → ``member_bound_observed`` (its reservation becomes bound capacity);
 - a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten;
-- a pod added, ungated or changed → ``members_changed``, and the gang is queued to be planned ahead;
+- a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
+  rewritten by kube-scheduler after each failed attempt is not news);
 - a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
 - a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold).
 
@@ -41,6 +42,9 @@ class StoreEvents:
         self._waiters = waiters
         self._nodes: dict[str, tuple[object, ...]] = {}
         self._specs: dict[str, object] = {}  # PodGang → its last spec: status writes are no news to the plan
+        # Pending pod → gated, as last seen: kube-scheduler rewrites a pending pod's status on every failed attempt,
+        # which is no news to the plan; a pod appearing or losing its gate is.
+        self._pending: dict[str, bool] = {}
 
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
         if isinstance(obj, Pod):
@@ -52,6 +56,8 @@ class StoreEvents:
 
     def _pod(self, event_type: EventType, pod: Pod) -> None:
         ref = gang_ref_of(pod)
+        if event_type == "DELETED" or pod.terminal or pod.spec.nodeName:
+            self._pending.pop(pod.key, None)
         if event_type == "DELETED" or pod.terminal:
             self._table.member_gone(ref.key, pod.key)
             if not ref.solo and self._store.podgang(ref.key) is None and not self._store.pods_of_gang(ref.key):
@@ -62,6 +68,9 @@ class StoreEvents:
             if not ref.solo and pod.status.phase == "Running":
                 self._work.put(("running", ref))
             return
+        if self._pending.get(pod.key) == pod.gated:
+            return
+        self._pending[pod.key] = pod.gated
         self._table.members_changed(ref.key)
         if not ref.solo and not pod.gated:
             self._work.put(("plan", ref))

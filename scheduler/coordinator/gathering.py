@@ -51,7 +51,9 @@ class ArrivalRate:
 class GatherWindow:
     base_seconds: float = 60.0  # what any gang gets: room for a slow API server and a few retries
     slack: float = 2.0  # members arrive in more than one pass (backoff, retries): allow twice the ideal
-    min_rate: float = 10.0  # a pace below this (an idle cluster) is not trusted: it would make windows huge
+    # Before kube-scheduler has offered anything the measured pace is 0; below this (an idle cluster) it is not
+    # trusted: windows would grow huge. kube-scheduler through an extender manages 60-100 pods/s.
+    min_rate: float = 20.0
 
     def seconds(self, *, members: int, rate: float) -> float:
         return self.base_seconds + self.slack * members / max(rate, self.min_rate) + MAX_BACKOFF_SECONDS
