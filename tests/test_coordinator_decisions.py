@@ -23,8 +23,7 @@ from scheduler.coordinator.decisions import (
     decide_bind,
     decide_filter,
 )
-from scheduler.coordinator.gang_state import GangState, GroupCount, MemberView
-from scheduler.coordinator.gang_table import PodFacts
+from scheduler.coordinator.gang_state import GangState, GroupCount, MemberView, PodFacts
 
 KEY = "default/g-w0"
 UID = "uid-1"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.coordinator.gang_state import GangState, ReadyMember
-from scheduler.coordinator.gang_table import GangTable, PlanCommit, PodFacts
+from scheduler.coordinator.gang_state import GangState, PlanCommit, PodFacts, ReadyMember
+from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangRef
 
 GPU = "nvidia.com/gpu"

@@ -28,8 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scheduler.coordinator.gang_state import GangState, MemberView
-from scheduler.coordinator.gang_table import PodFacts
+from scheduler.coordinator.gang_state import GangState, MemberView, PodFacts
 
 __all__ = [
     "Accept",

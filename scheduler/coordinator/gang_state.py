@@ -1,4 +1,5 @@
-"""What a gang's state is made of, and the immutable views of it that decisions and reports read.
+"""What a gang's state is made of, and the immutable views that go in and out of ``GangTable``: what decisions,
+plans, the release and reports read, and what a plan commits.
 
 The lifecycle state is derived from the record's facts, never stored beside them (a stored state and the facts it
 summarises could disagree): see ``GangRecord.state`` and the diagram in ``gang_table``.
@@ -11,9 +12,22 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from api.kube import ResourceVector
 from scheduler.coordinator.members import GangRef
 
-__all__ = ["GangRecord", "GangState", "GangSummary", "GroupCount", "MemberView", "PlanStatus", "ReadyMember"]
+__all__ = [
+    "GangRecord",
+    "GangState",
+    "GangSummary",
+    "GroupCount",
+    "MemberView",
+    "PlanBasis",
+    "PlanCommit",
+    "PlanStatus",
+    "PodFacts",
+    "ReadyMember",
+    "ReleaseBatch",
+]
 
 
 class GangState(StrEnum):
@@ -195,3 +209,47 @@ class GangSummary:
     reason: str
     counts: tuple[GroupCount, ...]
     placement_score: float | None
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """What the store says about a pod right now (``known`` False: not in the store)."""
+
+    known: bool
+    uid: str = ""
+    node_name: str = ""
+
+
+@dataclass(frozen=True)
+class PlanBasis:
+    """What a plan starts from, copied out of the table; ``planned`` refuses a commit the gang has moved past."""
+
+    exists: bool
+    fresh: bool  # the gang's current decision still holds: nothing to do unless forced
+    structure: int
+    news: int
+    epoch: int
+    plan: Mapping[str, str]
+    ready: Mapping[str, str]
+    bound: Mapping[str, str]
+    excluded: Mapping[str, frozenset[str]]
+    reserved_elsewhere: Mapping[str, ResourceVector]  # other gangs' reservations per node
+    held: Mapping[str, ResourceVector]  # this gang's reservations: pod → demand
+
+
+@dataclass(frozen=True)
+class PlanCommit:
+    assignment: Mapping[str, str]  # pods placed by this plan
+    kept: Mapping[str, str]  # pods that keep the node they had (ready, or planned and still fine)
+    demands: Mapping[str, ResourceVector]
+    groups: Mapping[str, str]
+    min_replicas: Mapping[str, int]
+    bound: Mapping[str, str]  # bound members as the planner saw them
+    placement_score: float | None
+    ttl_seconds: float
+
+
+@dataclass(frozen=True)
+class ReleaseBatch:
+    members: tuple[tuple[str, ReadyMember], ...]  # pod, (node, uid): bind these now
+    lost: tuple[str, ...] = ()  # ready members dropped (gone, or their node no longer fits): to re-plan

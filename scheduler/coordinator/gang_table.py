@@ -25,70 +25,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from api.kube import ResourceVector
 from scheduler.coordinator.gang_state import (
     GangRecord,
     GangState,
     GangSummary,
     MemberView,
+    PlanBasis,
+    PlanCommit,
     PlanStatus,
+    PodFacts,
     ReadyMember,
+    ReleaseBatch,
 )
 from scheduler.coordinator.members import GangRef
 from scheduler.coordinator.reservations import ReservationBook
 
-__all__ = ["GangTable", "PlanBasis", "PlanCommit", "PodFacts", "ReleaseBatch", "StateListener"]
+__all__ = ["GangTable", "StateListener"]
 
 StateListener = Callable[[GangRef, GangState | None, GangState | None], None]
 """Told (gang, state before, state after) after a transition changed a gang's state; ``None`` = no record. Runs
 on the caller's thread after the table's lock is released: enqueue, do not work."""
-
-
-@dataclass(frozen=True)
-class PodFacts:
-    """What the store says about a pod right now (``known`` False: not in the store)."""
-
-    known: bool
-    uid: str = ""
-    node_name: str = ""
-
-
-@dataclass(frozen=True)
-class PlanBasis:
-    """What a plan starts from, copied out of the table; ``planned`` refuses a commit the gang has moved past."""
-
-    exists: bool
-    fresh: bool  # the gang's current decision still holds: nothing to do unless forced
-    structure: int
-    news: int
-    epoch: int
-    plan: Mapping[str, str]
-    ready: Mapping[str, str]
-    bound: Mapping[str, str]
-    excluded: Mapping[str, frozenset[str]]
-    reserved_elsewhere: Mapping[str, ResourceVector]  # other gangs' reservations per node
-    held: Mapping[str, ResourceVector]  # this gang's reservations: pod → demand
-
-
-@dataclass(frozen=True)
-class PlanCommit:
-    assignment: Mapping[str, str]  # pods placed by this plan
-    kept: Mapping[str, str]  # pods that keep the node they had (ready, or planned and still fine)
-    demands: Mapping[str, ResourceVector]
-    groups: Mapping[str, str]
-    min_replicas: Mapping[str, int]
-    bound: Mapping[str, str]  # bound members as the planner saw them
-    placement_score: float | None
-    ttl_seconds: float
-
-
-@dataclass(frozen=True)
-class ReleaseBatch:
-    members: tuple[tuple[str, ReadyMember], ...]  # pod, (node, uid): bind these now
-    lost: tuple[str, ...] = ()  # ready members dropped (gone, or their node no longer fits): to re-plan
 
 
 class GangTable:

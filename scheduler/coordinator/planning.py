@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from placement.request import Result, SolveOptions, Status
-from scheduler.coordinator.gang_table import GangTable, PlanBasis, PlanCommit
+from scheduler.coordinator.gang_state import PlanBasis, PlanCommit
+from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import PlanOutcome, Solver, plan_gang

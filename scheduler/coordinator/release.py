@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scheduler.cluster_writer import ClusterWriter, WriteError
-from scheduler.coordinator.gang_state import ReadyMember
-from scheduler.coordinator.gang_table import GangTable, PodFacts
+from scheduler.coordinator.gang_state import PodFacts, ReadyMember
+from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangRef
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.waiters import BindWaiters, Timer

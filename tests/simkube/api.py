@@ -18,7 +18,7 @@ from api.grove import PodGang
 from api.kube import Node, Pod
 from scheduler.cluster_writer import RecordedEvent, WriteError
 
-__all__ = ["BindFault", "FakeApi", "Watcher"]
+__all__ = ["BindFault", "FakeApi", "Subscription", "Watcher"]
 
 Kind = Literal["Node", "Pod", "PodGang"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -30,7 +30,7 @@ first (409 on the old UID), answer ``conflict`` (409), ``unavailable`` (503) or 
 
 
 @dataclass
-class _Subscription:
+class Subscription:
     """One watch: events reach the watcher ``lag`` seconds after they happened, in the order they happened
     (timers due at the same instant are not ordered by asyncio, so they go through one queue per watch)."""
 
@@ -75,17 +75,17 @@ class FakeApi:
     binds: int = 0
     on_bind: Callable[[str], None] | None = None  # called after each successful binding (fault injection)
     on_pod_deleted: Callable[[Pod], None] | None = None  # e.g. Grove re-creating a member
-    _subscriptions: list[_Subscription] = field(default_factory=list)
+    _subscriptions: list[Subscription] = field(default_factory=list)
     _uids: itertools.count[int] = field(default_factory=itertools.count)
 
     # --- watches -------------------------------------------------------------------------------------------------
 
-    def watch(self, watcher: Watcher, *, lag: float = 0.0) -> _Subscription:
-        subscription = _Subscription(watcher, lag, self.loop)
+    def watch(self, watcher: Watcher, *, lag: float = 0.0) -> Subscription:
+        subscription = Subscription(watcher, lag, self.loop)
         self._subscriptions.append(subscription)
         return subscription
 
-    def unwatch(self, subscription: _Subscription) -> None:
+    def unwatch(self, subscription: Subscription) -> None:
         subscription.active = False
         self._subscriptions = [s for s in self._subscriptions if s is not subscription]
 

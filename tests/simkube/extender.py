@@ -19,7 +19,7 @@ from placement import solve
 from scheduler.cluster_writer import WriteError
 from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.state import ClusterStore
-from tests.simkube.api import FakeApi, _Subscription
+from tests.simkube.api import FakeApi, Subscription
 from tests.simkube.scheduler import ExtenderDown
 
 __all__ = ["ExtenderProcess", "install_task_owner"]
@@ -81,7 +81,7 @@ class ExtenderProcess:
         self.lives = 0
         self.coordinator: Coordinator | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._subscription: _Subscription | None = None
+        self._subscription: Subscription | None = None
         self._worker: asyncio.Task[None] | None = None
 
     def start(self) -> None:
