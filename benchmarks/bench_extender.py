@@ -6,9 +6,11 @@ a subprocess (uvicorn, keep-alive) and left to plan ahead. Then, like kube-sched
 ``percentageOfNodesToScore: 100``: filter is called for each pod in turn on one connection (every node name in
 the body), and each pod's bind is sent without waiting, so a gang's binds run concurrently. A pod whose filter or
 bind answers ``Error`` is offered again after kube-scheduler's backoff (1 s … 10 s), until it is bound by its own
-call or by the extender's release. Prints filter latency (median, p99) and gang pods bound per second.
+call or by the extender's release. Prints filter latency (median, p99) and gang pods bound per second. With
+``--mtls`` the verbs are served over mTLS as in the shipped Deployment (certificates from ``grove-extender certs``'s
+issuer; connections kept alive, so a handshake is paid once per connection, as kube-scheduler's Go client does).
 
-    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8]
+    .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8] [--mtls]
     .venv/bin/python -m benchmarks.bench_extender --gang-size 2400     # one gang of 2,400 one-GPU pods
 
 Targets (DESIGN.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second. ``--gang-size``
@@ -23,7 +25,7 @@ import asyncio
 import heapq
 import json
 import os
-import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -35,6 +37,9 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from benchmarks.e2e.loopback import Connection
+from benchmarks.e2e.processes import free_port
+from scheduler.cli.certs import issue
 from scheduler.snapshot import dump_snapshot
 
 GPU = "nvidia.com/gpu"
@@ -135,21 +140,20 @@ def _pod(name: str, gang: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_planned(base: str, gangs: int, *, server: subprocess.Popen[bytes], deadline_seconds: float) -> float:
+def _wait_planned(
+    probe_base: str, debug_base: str, gangs: int, *, server: subprocess.Popen[bytes], deadline_seconds: float
+) -> float:
     started = time.perf_counter()
-    with httpx.Client(base_url=base, timeout=10) as client:
+    with (
+        httpx.Client(base_url=probe_base, timeout=10) as client,
+        httpx.Client(base_url=debug_base, timeout=10) as debug,
+    ):
         while time.perf_counter() - started < deadline_seconds:
             if server.poll() is not None:
                 raise SystemExit(f"bench: the server exited with {server.returncode}")
             try:
                 if client.get("/readyz").status_code == 200:
-                    states = [g["state"] for g in client.get("/debug/gangs").json()["gangs"]]
+                    states = [g["state"] for g in debug.get("/debug/gangs").json()["gangs"]]
                     if sum(1 for s in states if s in ("Planned", "Infeasible")) >= gangs:
                         return time.perf_counter() - started
             except httpx.TransportError:
@@ -159,34 +163,23 @@ def _wait_planned(base: str, gangs: int, *, server: subprocess.Popen[bytes], dea
 
 
 class _Connection:
-    """A bare HTTP/1.1 keep-alive connection: kube-scheduler's Go client costs microseconds per call, httpx
-    costs milliseconds on this machine, which would measure the client instead of the extender."""
+    """``loopback.Connection`` answering decoded JSON, and stopping the bench on anything but a 200."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
 
     @classmethod
-    async def open(cls, port: int) -> _Connection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
+    async def open(cls, port: int, tls: ssl.SSLContext | None = None) -> _Connection:
+        return cls(await Connection.open("127.0.0.1", port, tls=tls))
 
     async def request(self, method: str, path: str, body: bytes = b"") -> Any:
-        head = f"{method} {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\n"
-        self._writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        status = await asyncio.wait_for(self._reader.readline(), timeout=30)
-        length = 0
-        while (line := await self._reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        payload = await self._reader.readexactly(length)
-        if not status.startswith(b"HTTP/1.1 200"):
-            raise SystemExit(f"bench: {path} answered {status.decode().strip()}: {payload[:200]!r}")
+        status, payload = await self._connection.request(method, path, body)
+        if status != 200:
+            raise SystemExit(f"bench: {path} answered {status}: {payload[:200]!r}")
         return json.loads(payload) if path != "/metrics" else payload.decode()
 
     def close(self) -> None:
-        self._writer.close()
+        self._connection.close()
 
 
 class _Backoff:
@@ -211,7 +204,9 @@ class _Backoff:
         heapq.heappush(self._retry, (now + min(10.0, 2.0 ** (self._attempts[index] - 1)), index))
 
 
-async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+async def _drive(
+    port: int, debug_port: int, pods: list[dict[str, Any]], names: list[str], tls: ssl.SSLContext | None
+) -> dict[str, Any]:
     """Offer every pod as kube-scheduler does: filter one at a time on one connection, then bind without waiting
     (binds run concurrently); a pod whose filter or bind answered an error is offered again after its backoff,
     until it is bound — by its own bind call, or by the extender's release (which kube-scheduler learns from its
@@ -224,8 +219,8 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
     # Encoded up front: kube-scheduler's encoding is not what we measure.
     bodies = [json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode() for pod in pods]
     gang_of = [pod["metadata"]["labels"]["grove.io/podgang"] for pod in pods]
-    filters = await _Connection.open(port)  # kube-scheduler's filter path is sequential: one connection
-    watch = await _Connection.open(port)
+    filters = await _Connection.open(port, tls)  # kube-scheduler's filter path is sequential: one connection
+    watch = await _Connection.open(debug_port)  # /debug/gangs and /metrics live on the debug port only
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection
     queue = _Backoff(pods)
     in_flight: set[int] = set()
@@ -247,7 +242,7 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
     async def bind(index: int, node: str) -> None:
         meta = pods[index]["metadata"]
         body = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta["uid"], "Node": node}
-        connection = idle.pop() if idle else await _Connection.open(port)
+        connection = idle.pop() if idle else await _Connection.open(port, tls)
         calls["bind"] += 1
         reply = await connection.request("POST", "/bind", json.dumps(body).encode())
         idle.append(connection)
@@ -295,7 +290,7 @@ async def _drive(port: int, pods: list[dict[str, Any]], names: list[str]) -> dic
         elapsed = time.perf_counter() - started
         await asyncio.gather(*pending)
         follower.cancel()
-    metrics = await filters.request("GET", "/metrics")
+    metrics = await watch.request("GET", "/metrics")
     for connection in [filters, watch, *idle]:
         connection.close()
     return {
@@ -337,12 +332,22 @@ def _server_side(metrics: str) -> dict[str, float]:
     return result
 
 
+def _pki(folder: Path) -> tuple[list[str], ssl.SSLContext]:
+    """The server's flags and the client's context for mTLS over loopback (certificates for ``localhost``)."""
+    pems = issue(server_names=["localhost"], days=1).write_pems(folder)
+    context = ssl.create_default_context(cafile=str(pems["ca"]))
+    context.load_cert_chain(str(pems["client_cert"]), str(pems["client_key"]))
+    flags = [f"--tls-cert={pems['server_cert']}", f"--tls-key={pems['server_key']}", f"--client-ca={pems['ca']}"]
+    return flags, context
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=100)
     parser.add_argument("--pods-per-gang", type=int, default=8)
     parser.add_argument("--gpus-per-pod", type=int, default=2)
+    parser.add_argument("--mtls", action="store_true", help="serve the verbs over mTLS, as the Deployment does")
     parser.add_argument(
         "--gang-size", type=int, help="instead: one gang of this many one-GPU pods (no pack constraint)"
     )
@@ -358,11 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     pods = [item for item in items if item["kind"] == "Pod"]
     names = [item["metadata"]["name"] for item in items if item["kind"] == "Node"]
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
+    port, probe_port, debug_port = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory() as folder:
         snapshot = Path(folder) / "bench.json"
         dump_snapshot(items, snapshot)
+        tls_flags, tls = _pki(Path(folder)) if args.mtls else ([], None)
         command = [
             sys.executable,
             "-c",
@@ -372,20 +377,32 @@ def main(argv: list[str] | None = None) -> int:
             str(snapshot),
             "--port",
             str(port),
+            "--probe-port",
+            str(probe_port),
+            "--debug-port",
+            str(debug_port),
+            *tls_flags,
             "--log-level",
             "warning",
         ]
         server = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
-            planning = _wait_planned(base, args.gangs, server=server, deadline_seconds=600)
-            result = asyncio.run(_drive(port, pods, names))
+            planning = _wait_planned(
+                f"http://127.0.0.1:{probe_port}",
+                f"http://127.0.0.1:{debug_port}",
+                args.gangs,
+                server=server,
+                deadline_seconds=600,
+            )
+            result = asyncio.run(_drive(port, debug_port, pods, names, tls))
         finally:
             server.terminate()
             server.wait(timeout=10)
     latencies = sorted(result["filter_ms"])
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
     rate = result["bound"] / result["elapsed"]
-    print(f"cluster: {args.nodes} nodes, {args.gangs} gangs × {args.pods_per_gang} pods (node-names mode)")
+    transport = "mTLS" if args.mtls else "plain HTTP"
+    print(f"cluster: {args.nodes} nodes, {args.gangs} gangs × {args.pods_per_gang} pods (node-names mode, {transport})")
     print(f"planned ahead: {args.gangs} gangs in {planning:.1f} s")
     print(f"filter latency: median {statistics.median(latencies):.2f} ms, p99 {p99:.2f} ms, max {latencies[-1]:.2f} ms")
     print(f"bound: {result['bound']} of {len(pods)} pods in {result['elapsed']:.2f} s = {rate:.0f} pods/s")

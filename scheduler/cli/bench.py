@@ -20,7 +20,6 @@ from scheduler.replay.engine import replay
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.replay.loading import WorkloadError, load_workload
 from scheduler.replay.metrics import summarise
-from scheduler.replay.plot import write_plot
 from scheduler.replay.quality import make_domain_probe
 from scheduler.replay.report import markdown_table
 from scheduler.replay.solve_step import POD_BY_POD, SolveStep
@@ -30,6 +29,7 @@ from topology import Topology
 log = logging.getLogger(__name__)
 
 DEFAULT_POLICIES = "cpsat,topology-greedy,gang-best-fit,spread,first-fit"
+PLOT_HINT = "bench: --plot needs matplotlib, the 'bench' extra: pip install 'grove-extender[bench]'"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -108,9 +108,20 @@ def run(args: argparse.Namespace) -> int:
     unknown = [name for name in policies if name not in POLICIES]
     if unknown or not policies:
         console.print(
-            f"bench: --policy must name some of {', '.join(POLICIES)}; unknown: {unknown}", style="red", markup=False
+            f"bench: --policy must name some of {', '.join(POLICIES)}; unknown: {unknown}",
+            style="red",
+            markup=False,
+            soft_wrap=True,
         )
         return 2
+    if args.plot:
+        # Imported here: matplotlib is the 'bench' extra, absent from the runtime image. Checked before the replays,
+        # so a missing extra costs the user a second, not a whole benchmark.
+        try:
+            from scheduler.replay.plot import write_plot
+        except ImportError:
+            console.print(PLOT_HINT, style="red", markup=False, soft_wrap=True)
+            return 2
     runs = []
     try:
         with Progress(
@@ -123,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             for path in args.snapshot:
                 runs.append(_bench_snapshot(path, policies, args, progress))
     except (SnapshotError, WorkloadError) as err:
-        console.print(f"bench: {err}", style="red", markup=False)
+        console.print(f"bench: {err}", style="red", markup=False, soft_wrap=True)
         return 2
     for run_ in runs:
         sys.stdout.write(markdown_table(str(run_["snapshot"]), run_["policies"]) + "\n")

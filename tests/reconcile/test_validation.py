@@ -187,7 +187,7 @@ CASES = [
             clique={"topologyName": "x", "pack": {"required": "rack"}},
         ),
         f"{T}.cliques[1].topologyConstraint.topologyName",
-        "must equal",
+        "must match",
         id="tas-names-differ",
     ),
     pytest.param(
