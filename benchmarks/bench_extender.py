@@ -193,10 +193,10 @@ class _Backoff:
 
     def next(self, now: float) -> tuple[int | None, float]:
         """The next pod to offer, or None and how long until one is due (0 when nothing is left)."""
+        if self._fresh:  # queued before any retry failed: first in kube-scheduler's activeQ
+            return self._fresh.pop(), 0.0
         if self._retry and self._retry[0][0] <= now:
             return heapq.heappop(self._retry)[1], 0.0
-        if self._fresh:
-            return self._fresh.pop(), 0.0
         return None, (self._retry[0][0] - now) if self._retry else 0.0
 
     def failed(self, index: int, now: float) -> None:

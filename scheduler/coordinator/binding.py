@@ -4,9 +4,11 @@
 By the time kube-scheduler sends bind it has run its own Reserve and PreBind plugins for the pod (volume binding
 sets a WaitForFirstConsumer claim's node, DRA allocates claims), so a ready member may be bound by the extender at
 any later time while its reservation holds; a pod that only passed filter never is. The call itself waits only
-briefly for its own outcome (``bind_wait_seconds``, well under kube-scheduler's ``httpTimeout``): then it answers
-``Error`` saying the member is ready and what its gang still waits for, and kube-scheduler backs the pod off until
-the release binds it (kube-scheduler then drops it from its queue).
+briefly for its own outcome (``bind_wait_seconds``, well under kube-scheduler's ``httpTimeout``), and only if the
+rest of its gang can arrive meanwhile at kube-scheduler's pace: then it answers ``Error`` saying the member is
+ready and what its gang still waits for, and kube-scheduler backs the pod off until the release binds it
+(kube-scheduler then drops it from its queue). Answering at once a call whose gang is far from complete keeps
+kube-scheduler's binding goroutines and connections from piling up behind a large gang.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Binder:
         clock: Callable[[], float],
         wait_seconds: float,
         window: Callable[[int], float],
+        pace: Callable[[], float],
     ) -> None:
         self._store = store
         self._table = table
@@ -47,6 +50,7 @@ class Binder:
         self._clock = clock
         self._wait = wait_seconds
         self._window = window  # reservation lifetime granted for this many members still to gather
+        self._pace = pace  # members per second kube-scheduler can offer now (a floor when it has been idle)
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
         key = f"{args.PodNamespace}/{args.PodName}"
@@ -75,7 +79,9 @@ class Binder:
         waiter = self._waiters.register(key)
         if after.complete:
             self._releaser.start(ref)
-        outcome = await self._waiters.wait(key, waiter, seconds=self._wait)
+        # Worth waiting only if the members still missing can reach bind within the wait.
+        wait = self._wait if after.complete or missing - 1 <= self._pace() * self._wait else 0.0
+        outcome = await self._waiters.wait(key, waiter, seconds=wait)
         self._metrics.bind_wait_seconds.observe(self._clock() - started)
         if outcome is None:
             now = self._table.member(ref.key, key)

@@ -139,6 +139,7 @@ class Coordinator:
             clock=clock,
             wait_seconds=self.config.bind_wait_seconds,
             window=self._window,
+            pace=lambda: max(self.rate.per_second(self._clock()), self._gather.min_rate),
         )
         self.reporter = StatusReporter(
             store=store, table=self.table, writer=writer, work=self.work, wall_clock=wall_clock
