@@ -5,7 +5,7 @@ simulated clock; the real coordinator and solver) and prints, per scenario: simu
 was whole, kube-scheduler's scheduling cycles and extender calls, the pods the extender bound for members whose own
 call had been answered, and the CPU seconds the run took here. Run from the repository root:
 
-    .venv/bin/python -m benchmarks.bench_lifecycle [--only NAME ...] [--pace 80]
+    .venv/bin/python -m benchmarks.bench_lifecycle [--only NAME ...] [--pace 80] [--max-backoff 10]
 
 Scenarios: one gang of 2,400 pods on 1,008 nodes × 4 GPUs (the issue's cluster); one of 10,000 on 2,520 nodes;
 the same 2,400 beside 400 pods that cannot be placed (parked: every wake-up of the queue costs cycles); the 2,400
@@ -20,23 +20,35 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.console import Console
 
 from tests.simkube import GangSpec, Outcome, Simulation
 
 
-def _big(size: int, nodes: int) -> Callable[[float], Simulation]:
-    def build(pace: float) -> Simulation:
-        sim = Simulation(nodes=nodes, gpus_per_node=4, pods_per_second=pace)
+@dataclass(frozen=True)
+class Knobs:
+    """What kube-scheduler's configuration sets: its pace through the extender and ``podMaxBackoffSeconds``."""
+
+    pace: float = 80.0
+    max_backoff: float = 10.0
+
+    def simulation(self, *, nodes: int) -> Simulation:
+        return Simulation(nodes=nodes, gpus_per_node=4, pods_per_second=self.pace, max_backoff=self.max_backoff)
+
+
+def _big(size: int, nodes: int) -> Callable[[Knobs], Simulation]:
+    def build(knobs: Knobs) -> Simulation:
+        sim = knobs.simulation(nodes=nodes)
         sim.add_gang(GangSpec("big", {"w": (size, size, 1)}))
         return sim
 
     return build
 
 
-def _big_beside_parked(pace: float) -> Simulation:
-    sim = Simulation(nodes=1008, gpus_per_node=4, pods_per_second=pace)
+def _big_beside_parked(knobs: Knobs) -> Simulation:
+    sim = knobs.simulation(nodes=1008)
     sim.add_gang(GangSpec("big", {"w": (2400, 2400, 1)}))
     # 400 pods of 8 GPUs on 4-GPU nodes: refused with FailedNodes and parked, woken by every cluster event.
     for g in range(50):
@@ -44,13 +56,13 @@ def _big_beside_parked(pace: float) -> Simulation:
     return sim
 
 
-def _blocked(parked: bool, size: int = 2400, nodes: int = 1008, until: float = 60.0) -> Callable[[float], Simulation]:
+def _blocked(parked: bool, size: int = 2400, nodes: int = 1008, until: float = 60.0) -> Callable[[Knobs], Simulation]:
     """A gang, 100 of whose members kube-scheduler's own filters refuse until ``until`` (a volume being
     provisioned, say): the others are ready and come back from backoff every 10 s meanwhile, which is where what
     filter answers a ready member matters."""
 
-    def build(pace: float) -> Simulation:
-        sim = Simulation(nodes=nodes, gpus_per_node=4, pods_per_second=pace)
+    def build(knobs: Knobs) -> Simulation:
+        sim = knobs.simulation(nodes=nodes)
         sim.add_gang(GangSpec("big", {"w": (size, size, 1)}))
         sim.block(sim.members("big")[size - 100 :], until=until)
         if parked:
@@ -61,28 +73,28 @@ def _blocked(parked: bool, size: int = 2400, nodes: int = 1008, until: float = 6
     return build
 
 
-def _restart(pace: float) -> Simulation:
-    sim = Simulation(nodes=252, gpus_per_node=4, pods_per_second=pace)
+def _restart(knobs: Knobs) -> Simulation:
+    sim = knobs.simulation(nodes=252)
     for g in range(100):
         sim.add_gang(GangSpec(f"tp-{g}", {"w": (8, 8, 1)}))
     sim.restart_extender(at=3.0, downtime=8.0)
     return sim
 
 
-def _cohorts(pace: float) -> Simulation:
-    sim = Simulation(nodes=16, gpus_per_node=4, pods_per_second=pace)
+def _cohorts(knobs: Knobs) -> Simulation:
+    sim = knobs.simulation(nodes=16)
     sim.add_gang(GangSpec("tp-65", {"w": (8, 8, 1)}, late=frozenset({3, 4, 5, 6, 7}), late_at=5.0))
     return sim
 
 
-def _cut(pace: float) -> Simulation:
-    sim = Simulation(nodes=20, gpus_per_node=4, pods_per_second=pace)
+def _cut(knobs: Knobs) -> Simulation:
+    sim = knobs.simulation(nodes=20)
     sim.add_gang(GangSpec("g", {"w": (64, 64, 1)}))
     sim.restart_after_binds(20, downtime=8.0)
     return sim
 
 
-SCENARIOS: dict[str, tuple[str, Callable[[float], Simulation], float]] = {
+SCENARIOS: dict[str, tuple[str, Callable[[Knobs], Simulation], float]] = {
     "gang-2400": ("1 gang × 2,400 pods, 1,008 nodes", _big(2400, 1008), 600.0),
     "gang-10000": ("1 gang × 10,000 pods, 2,520 nodes", _big(10_000, 2520), 1800.0),
     "gang-2400-parked": ("2,400-pod gang + 400 parked pods", _big_beside_parked, 600.0),
@@ -118,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="run these scenarios only")
     parser.add_argument("--pace", type=float, default=80.0, help="kube-scheduler's pods per second (default 80)")
+    parser.add_argument(
+        "--max-backoff", type=float, default=10.0, help="kube-scheduler's podMaxBackoffSeconds (default 10)"
+    )
     args = parser.parse_args(argv)
     console = Console(stderr=True)
     rows: list[list[str]] = []
     for name in args.only or list(SCENARIOS):
         title, build, until = SCENARIOS[name]
         with console.status(f"{name}: {title}"):
-            sim = build(args.pace)
+            sim = build(Knobs(pace=args.pace, max_backoff=args.max_backoff))
             out: Outcome = sim.run(until=until)
         if out.overcommits:
             console.print(f"[red]{name}: overcommitted: {out.overcommits[:3]}")
@@ -143,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{out.cpu_seconds:.1f}",
             ]
         )
-    print(f"gang lifecycle on the kube-scheduler simulator ({args.pace:g} pods/s), simulated seconds\n")
+    print(
+        f"gang lifecycle on the kube-scheduler simulator ({args.pace:g} pods/s, podMaxBackoffSeconds "
+        f"{args.max_backoff:g}), simulated seconds\n"
+    )
     print("| " + " | ".join(COLUMNS) + " |")
     print("|---" + "|---:" * (len(COLUMNS) - 1) + "|")
     for row in rows:

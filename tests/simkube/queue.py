@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 __all__ = ["SchedulingQueue"]
 
-INITIAL_BACKOFF = 1.0
-MAX_BACKOFF = 10.0
+INITIAL_BACKOFF = 1.0  # podInitialBackoffSeconds
+MAX_BACKOFF = 10.0  # podMaxBackoffSeconds' default; a KubeSchedulerConfiguration may raise it
 MAX_UNSCHEDULABLE = 300.0  # podMaxInUnschedulablePodsDuration
 LEFTOVER_FLUSH_PERIOD = 30.0
 _EPSILON = 1e-5  # the simulated clock counts in microseconds: a deadline a fraction of one away is due
@@ -41,7 +41,8 @@ class _Info:
 
 
 class SchedulingQueue:
-    def __init__(self) -> None:
+    def __init__(self, *, max_backoff: float = MAX_BACKOFF) -> None:
+        self._max_backoff = max_backoff
         self._info: dict[str, _Info] = {}
         self._active: list[tuple[int, float, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
@@ -147,8 +148,7 @@ class SchedulingQueue:
         info.where = "active"
         heapq.heappush(self._active, (-info.priority, info.timestamp, next(self._seq), key))
 
-    @staticmethod
-    def _expiry(info: _Info) -> float:
+    def _expiry(self, info: _Info) -> float:
         if info.attempts == 0:
             return info.timestamp
-        return info.timestamp + min(MAX_BACKOFF, INITIAL_BACKOFF * 2 ** (info.attempts - 1))
+        return info.timestamp + min(self._max_backoff, INITIAL_BACKOFF * 2 ** (info.attempts - 1))

@@ -21,6 +21,7 @@ from scheduler.coordinator import CoordinatorConfig
 from tests.builders import make_node, make_pod, make_podgang
 from tests.simkube.api import BindFault, EventType, FakeApi, Kind
 from tests.simkube.extender import ExtenderProcess, install_task_owner
+from tests.simkube.queue import MAX_BACKOFF, SchedulingQueue
 from tests.simkube.scheduler import KubeScheduler, SchedulerStats
 
 __all__ = ["GangSpec", "Outcome", "Simulation"]
@@ -100,6 +101,7 @@ class Simulation:
         watch_lag: float = 0.02,
         config: CoordinatorConfig | None = None,
         regrow_deleted: float | None = 1.0,
+        max_backoff: float = MAX_BACKOFF,
     ) -> None:
         self.loop = looptime.new_event_loop(noop_cycles=1)
         install_task_owner(self.loop)
@@ -113,6 +115,7 @@ class Simulation:
             call_prioritize=self.extender.prioritize,
             cycle_seconds=1.0 / pods_per_second,
             http_timeout=http_timeout,
+            queue=SchedulingQueue(max_backoff=max_backoff),
         )
         self._nodes = [
             make_node(f"node-{i:05d}")
