@@ -232,7 +232,7 @@ _bodies = st.one_of(
 _fuzz_target = harness(
     nodes=[node("a0"), node("a1")],
     pods=[pod("solo", gpus=1), pod("g-w0", gang="g", gpus=1)],
-    barrier_timeout=0.05,
+    bind_wait=0.05,
 )
 _fuzz_client = SyncClient(_fuzz_target.app)
 

@@ -143,8 +143,8 @@ def cases(count: int, seed: int) -> Iterator[Case]:
 @pytest.fixture(scope="module")
 def client() -> SyncClient:
     nodes, pods = recorded_cluster("node-names")
-    # Binds wait at the barrier only briefly: fuzzing asks for answers, not for gangs to complete.
-    return SyncClient(harness(nodes=nodes, pods=pods, podgangs=[infer_gang(pods)], barrier_timeout=0.02).app)
+    # Bind calls wait for their gang only briefly: fuzzing asks for answers, not for gangs to complete.
+    return SyncClient(harness(nodes=nodes, pods=pods, podgangs=[infer_gang(pods)], bind_wait=0.02).app)
 
 
 def test_fuzzed_requests_never_fail_the_server_and_bad_fields_are_named(client: SyncClient) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Node, Pod
+from api.kube import Node
 from scheduler.state import ClusterStore, ForeignPod, OurPods
 from tests.builders import make_node, make_pod
 from tests.extender_support import node, pod
@@ -136,13 +136,12 @@ def test_scheduler_names_decide_what_is_ours() -> None:
     assert [p.name for p in store.foreign_pods()] == ["grove"]
 
 
-def test_listeners_hear_another_schedulers_pod_as_a_pod_with_its_node_and_phase() -> None:
+def test_listeners_hear_another_schedulers_pod_as_what_the_store_keeps() -> None:
     store = ClusterStore()
     heard: list[tuple[str, object]] = []
     store.subscribe(lambda kind, event, obj: heard.append((event, obj)))
-    store.apply("Pod", "ADDED", ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={}))
-    store.apply("Pod", "DELETED", ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={}))
-    assert [event for event, _ in heard] == ["ADDED", "DELETED"]
-    for _, obj in heard:
-        assert isinstance(obj, Pod)
-        assert (obj.key, obj.spec.nodeName, obj.status.phase) == ("web/a", "n0", "Running")
+    theirs = make_pod("a").ns("web").scheduler("default-scheduler").cpu("1").on("n0").phase("Running").obj()
+    store.apply("Pod", "ADDED", theirs)  # handed in whole (a snapshot), kept and announced as capacity
+    store.apply("Pod", "DELETED", theirs)
+    kept = ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={"cpu": 1000, "pods": 1})
+    assert heard == [("ADDED", kept), ("DELETED", kept)]

@@ -21,10 +21,10 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("watch: store + listeners", ("ClusterStore.apply", "ClusterStore.replace")),
     ("watch: HTTP read", ("_Watcher.",)),
     ("bind: writer (official client)", ("KubeClusterWriter.bind",)),
-    ("status + Event writes", ("patch_podgang_status", "record_event", "_report_scheduled", "_mark_running")),
+    ("status + Event writes", ("patch_podgang_status", "record_event", "StatusReporter.")),
     ("filter: body decode", ("_decode (api/app.py",)),
     ("filter: decision", ("Coordinator.filter",)),
-    ("bind: barrier and bookkeeping", ("Coordinator.bind", "Binder.")),
+    ("bind: ready members and the release", ("Coordinator.bind", "Binder.", "Releaser.")),
     ("HTTP server (uvicorn, httptools)", ("uvicorn/", "starlette/", "fastapi/", "httptools")),
     ("lease, background worker", ("LeaseElector", "BackgroundWorker")),
 )

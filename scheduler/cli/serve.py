@@ -88,17 +88,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--identity", help="this replica's name in the Lease (default: the host name)")
     add_listener_arguments(parser)
     parser.add_argument(
-        "--barrier-timeout",
+        "--bind-wait",
         type=float,
-        default=CoordinatorConfig.barrier_timeout_seconds,
-        help="seconds a bind waits for the rest of its gang; keep below kube-scheduler's httpTimeout "
+        default=CoordinatorConfig.bind_wait_seconds,
+        help="seconds a ready member's bind call waits for its gang to complete before it answers Error (the member "
+        "stays ready and is bound when the gang completes); keep well below kube-scheduler's httpTimeout "
         "(default: %(default)s)",
     )
     parser.add_argument(
         "--reservation-ttl",
         type=float,
         default=CoordinatorConfig.reservation_ttl_seconds,
-        help="seconds a plan holds capacity before it must be used (default: %(default)s)",
+        help="seconds any plan holds capacity without progress; a gang gets more the larger it is and the slower "
+        "kube-scheduler feeds its members (default: %(default)s)",
     )
     parser.add_argument(
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
@@ -119,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     config = CoordinatorConfig(
-        barrier_timeout_seconds=args.barrier_timeout,
+        bind_wait_seconds=args.bind_wait,
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
     )
@@ -163,6 +165,7 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     # The loaded cluster lives as long as the process: keep the collector from re-scanning it on the hot path.
     gc.freeze()
     service.worker.start()
+    service.coordinator.add_liveness("planner", service.worker.alive)
     log.info("serving snapshot=%s", args.snapshot)
     try:
         return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)
@@ -196,6 +199,8 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     )
     cluster.start(store)
     service.worker.start()
+    service.coordinator.add_liveness("planner", service.worker.alive)
+    service.coordinator.add_liveness("watches", cluster.alive)
     log.info("serving live cluster")
     try:
         return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)

@@ -56,6 +56,11 @@ class LiveCluster:
         self.threads = start_watchers(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
         self.threads.append(self.elector.start(self.stop))
 
+    def alive(self) -> bool:
+        """Every watch (and the elector) still runs: a dead watch would leave the store, and every decision made
+        on it, behind the API for good."""
+        return bool(self.threads) and not self.stop.is_set() and all(thread.is_alive() for thread in self.threads)
+
     def close(self, *, timeout: float = 5.0) -> None:
         """Stop the watches, release the Lease (so a standby takes over at once) and close the connections."""
         self.stop.set()

@@ -59,16 +59,3 @@ class ForeignPod:
     def of(cls, pod: Pod, requests: ResourceVector) -> ForeignPod:
         meta = pod.metadata
         return cls(meta.namespace, meta.name, pod.spec.nodeName, pod.status.phase, requests)
-
-    def as_pod(self) -> Pod:
-        """A ``Pod`` carrying what this record knows (identity, node, phase; no containers: its requests are in
-        the store's ``used_on``). The store's listeners hear foreign pods this way until they read ``ForeignPod``
-        themselves (the coordinator's listener is rewritten by issue 9): a bound pod of another scheduler that
-        goes away frees capacity a refused gang may be waiting for."""
-        return Pod.model_validate(
-            {
-                "metadata": {"namespace": self.namespace, "name": self.name},
-                "spec": {"nodeName": self.node},
-                "status": {"phase": self.phase},
-            }
-        )

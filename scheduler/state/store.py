@@ -5,8 +5,9 @@ event loop and in planning threads. One lock guards every map; objects are never
 new object), so a reader may keep what it got after the lock is released.
 
 Pods are kept whole only when they are ours (``foreign.OurPods``); a pod of another scheduler is kept as a
-``ForeignPod`` (its capacity), whether it arrives so (the watch decodes it so) or as a ``Pod`` (a snapshot).
-``pod``/``pods``/``pod_by_uid`` see our pods only; ``used_on`` counts every pod.
+``ForeignPod`` (its capacity), whether it arrives so (the watch decodes it so) or as a ``Pod`` (a snapshot), and
+listeners hear it as that ``ForeignPod``. ``pod``/``pods``/``pod_by_uid`` see our pods only; ``used_on`` counts
+every pod.
 
 Besides the objects it keeps the indexes the hot path needs (``pod_index``) and, per Node, its parsed allocatable
 and its shape (what placement reads of it).
@@ -251,10 +252,6 @@ class ClusterStore:
         return self._gangs.pop(key)
 
     def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:
-        if not self._listeners:
-            return
-        if isinstance(obj, ForeignPod):
-            obj = obj.as_pod()
         for listener in list(self._listeners):
             try:
                 listener(kind, event_type, obj)
