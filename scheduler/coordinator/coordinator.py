@@ -225,8 +225,9 @@ class Coordinator:
     # --- the background worker's entry points ------------------------------------------------------------------
 
     def plan_ahead(self, ref: GangRef) -> None:
-        """Plan the gang now if it has no usable decision."""
-        if self.leading():
+        """Plan the gang now if it has no usable decision and kube-scheduler will offer us its pods: a gang whose
+        pods another scheduler places must not hold capacity our pods could use."""
+        if self.leading() and self._offered(ref):
             self.planner.plan(ref)
 
     def expire(self) -> list[str]:
@@ -249,6 +250,10 @@ class Coordinator:
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
+
+    def _offered(self, ref: GangRef) -> bool:
+        pods = [self.store.pod(f"{ref.namespace}/{ref.name}")] if ref.solo else self.store.pods_of_gang(ref.key)
+        return any(pod is not None and self.store.offered(pod) for pod in pods)
 
     def _window(self, members: int) -> float:
         return self._gather.seconds(members=members, rate=self.rate.per_second(self._clock()))

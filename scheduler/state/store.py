@@ -101,6 +101,10 @@ class ClusterStore:
         a watch decodes only what the store will keep."""
         return self._ours.include(labels=labels, scheduler_name=scheduler_name)
 
+    def offered(self, pod: Pod) -> bool:
+        """Whether our kube-scheduler profile offers ``pod`` to the extender (``OurPods.offered``)."""
+        return self._ours.offered(pod)
+
     def mark_synced(self) -> None:
         """Every kind has been listed once: the mirror is complete enough to plan on."""
         with self._lock:
