@@ -8,6 +8,8 @@ loop, as a gang's binds are, and the CPU the calling process spends per bind (``
 of it; the fake API server runs in a process of its own and is not counted):
 
 - **KubeClusterWriter**: the extender's writer as it is (aiohttp on the caller's loop);
+- **KubeClusterWriter, blocking**: its Event write from a thread without a loop, one at a time, as the background
+  worker writes status and Events (a POST of about the same size);
 - **official client, worker threads**: ``create_namespaced_pod_binding`` through ``asyncio.to_thread`` (before);
 - **official client, this thread**: the same calls one after another, no hand-off (what the threads add);
 - **urllib3, worker threads**: the Binding's JSON POSTed through the same ``ApiClient``'s urllib3 pool;
@@ -123,6 +125,16 @@ def writer_now(api_client: ApiClient, base: str, names: list[str], concurrency: 
     asyncio.run(main())
 
 
+def writer_blocking(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
+    """The background worker's writes (status, Events): one at a time from a thread without a loop."""
+    writer = KubeClusterWriter(api_client, instance="bench")
+    try:
+        for name in names:
+            writer.record_event(namespace="default", kind="Pod", name=name, uid="", reason="Bench", message="bench")
+    finally:
+        writer.close()
+
+
 def _official_bind(core: CoreV1Api, name: str, node: str) -> None:
     """What ``KubeClusterWriter.bind`` did before: model objects through the official client."""
     body = V1Binding(
@@ -221,6 +233,7 @@ def aiohttp_async(api_client: ApiClient, base: str, names: list[str], concurrenc
 
 CLIENTS: list[tuple[str, Callable[[ApiClient, str, list[str], int], None]]] = [
     ("KubeClusterWriter (now: aiohttp on this loop)", writer_now),
+    ("KubeClusterWriter, blocking Event writes, one at a time (private loop)", writer_blocking),
     ("official client, worker threads (before)", official_threads),
     ("official client, this thread", official_here),
     ("urllib3 POST, worker threads", urllib3_threads),
