@@ -1,5 +1,5 @@
 """``ApiHttp``: the extender's writes to the API server as bare HTTP/1.1 requests over kept-alive connections
-(aiohttp), on an event loop of its own.
+(aiohttp), on the caller's event loop, or on a private one for a thread without a loop.
 
 The official client costs 0.6-1.3 ms of CPU per write (model objects, urllib3, a worker thread per call:
 ``benchmarks/bench_bind_client.py``) and the extender writes at least once per pod it schedules. Writes need none of
@@ -21,7 +21,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -100,16 +100,18 @@ class ApiHttp:
         self._user_agent = user_agent
         if configuration.proxy:
             log.warning("proxy not used for writes proxy=%s", configuration.proxy)
-        # aiohttp sessions belong to one loop: one per loop that calls ``request``, plus the private loop of ``send``.
+        # aiohttp sessions belong to one loop: one per loop that calls ``request``, plus the private loop of ``send``;
+        # each held open by an async generator whose end closes it (``_held_open``).
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._holders: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
         self._lock = threading.Lock()
         self._own: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
     async def request(self, method: str, path: str, *, body: bytes, content_type: str = "application/json") -> Reply:
         """The request's answer (any status), on the running loop's connections; ``ApiUnreachable`` when none
-        came. Whoever owns the loop calls ``aclose()`` before ending it."""
+        came."""
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop) or self._open(loop)
+        session = self._sessions.get(loop) or await self._open(loop)
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         authorization = self._authorization()
         if authorization:
@@ -136,10 +138,10 @@ class ApiHttp:
         return asyncio.run_coroutine_threadsafe(coroutine, self._own_loop()).result()
 
     async def aclose(self) -> None:
-        """Close the running loop's connections."""
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
+        """Close the running loop's connections now (they are closed anyway when the loop shuts down)."""
+        holder = self._holders.pop(asyncio.get_running_loop(), None)
+        if holder is not None:
+            await holder.aclose()
 
     def close(self) -> None:
         """Close the private loop's connections and stop its thread; safe to call twice."""
@@ -169,7 +171,7 @@ class ApiHttp:
                 self._own = (loop, thread)
             return self._own[0]
 
-    def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
         # Idle connections are dropped after 15 s, before proxies and load balancers in front of an API server
         # (60 s and more) drop them under a request.
         connector = aiohttp.TCPConnector(limit=self._pool_size, keepalive_timeout=15.0)
@@ -177,4 +179,19 @@ class ApiHttp:
             connector=connector, timeout=self._timeout, headers={"User-Agent": self._user_agent}
         )
         self._sessions[loop] = session
+        holder = self._held_open(loop, session)
+        await anext(holder)
+        self._holders[loop] = holder
         return session
+
+    async def _held_open(
+        self, loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession
+    ) -> AsyncGenerator[None, None]:
+        """Suspended while the session lives. A loop tracks every started async generator and closes them as it
+        shuts down (``asyncio.run``, uvicorn's runner: ``shutdown_asyncgens``), while it can still run the session's
+        close: no caller (uvicorn's loop is the release's) has to remember to."""
+        try:
+            yield
+        finally:
+            self._sessions.pop(loop, None)
+            await session.close()

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import re
 import socket
 import ssl
@@ -12,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import uvloop
 from kubernetes.client import ApiClient
 
 from scheduler.cli.certs import issue
@@ -39,15 +42,9 @@ def writer(api_client: ApiClient) -> Iterator[KubeClusterWriter]:
 
 
 def bind(writer: KubeClusterWriter, name: str, *, uid: str = "", node: str = "gpu-0") -> None:
-    """One bind awaited on an event loop of the caller's, as the release does on uvicorn's."""
-
-    async def once() -> None:
-        try:
-            await writer.bind(namespace="default", name=name, uid=uid, node=node)
-        finally:
-            await writer.aclose()
-
-    asyncio.run(once())
+    """One bind awaited on an event loop of the caller's, as the release does on uvicorn's; the loop's connections
+    are closed as it ends."""
+    asyncio.run(writer.bind(namespace="default", name=name, uid=uid, node=node))
 
 
 def bind_error(writer: KubeClusterWriter, name: str, *, uid: str = "") -> WriteError:
@@ -72,6 +69,23 @@ def test_bind_posts_a_binding_with_the_pod_uid(fake: FakeApiServer, writer: Kube
     assert request.body["metadata"]["uid"] == uid_of(fake, "w-0")
     assert request.headers["authorization"] == "Bearer test-token"  # the kubeconfig's user
     assert request.headers["content-type"] == "application/json"
+
+
+def test_a_loop_that_ends_closes_its_connections(
+    fake: FakeApiServer, writer: KubeClusterWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def two_binds(explicit: bool) -> None:
+        await writer.bind(namespace="default", name="w-0" if explicit else "w-1", uid="", node="gpu-0")
+        if explicit:
+            await writer.aclose()  # closes now; the next bind on this loop would open new connections
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(two_binds(explicit=True))
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # uvicorn's loop
+            runner.run(two_binds(explicit=False))
+        gc.collect()
+    assert "Unclosed" not in caplog.text
+    assert [p["spec"].get("nodeName") for p in fake.objects(PODS)[:2]] == ["gpu-0", "gpu-0"]
 
 
 def test_concurrent_binds_all_land(fake: FakeApiServer, writer: KubeClusterWriter) -> None:
