@@ -194,4 +194,5 @@ class ApiHttp:
             yield
         finally:
             self._sessions.pop(loop, None)
+            self._holders.pop(loop, None)  # nothing keeps an ended loop alive
             await session.close()

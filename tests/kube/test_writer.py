@@ -9,6 +9,7 @@ import logging
 import re
 import socket
 import ssl
+import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -296,3 +297,12 @@ def test_a_refreshed_token_is_sent_once_the_last_one_is_old(fake: FakeApiServer,
         http.close()
     sent = [r.headers["authorization"] for r in fake.requests_to("POST", r"/binding$")]
     assert sent == ["Bearer first", "Bearer first", "Bearer second"]
+
+
+def test_nothing_keeps_an_ended_loop(fake: FakeApiServer, writer: KubeClusterWriter) -> None:
+    """A loop that bound once and ended is forgotten: a process whose loops come and go does not keep them."""
+    with asyncio.Runner() as runner:
+        runner.run(writer.bind(namespace="default", name="w-8", uid="", node="gpu-0"))
+        ended = weakref.ref(runner.get_loop())
+    gc.collect()
+    assert ended() is None
