@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from placement.arrays import Ints
+from placement.grouping import NEVER, Pools
 from placement.problem import Problem
 
 __all__ = ["Bounds", "fewest_to_cover", "gang_bounds", "tier_bounds"]
@@ -42,33 +44,51 @@ def tier_bounds(problem: Problem, nodes: Ints | None = None, *, exact_fit: bool 
     """A lower bound per tier (see :mod:`placement.objective`) for plans using only the candidate nodes at
     indexes ``nodes`` (default: all); ``None`` when even this relaxation cannot place every ``minReplicas``.
     ``exact_fit=False`` skips the set enumeration of the wholly-free-nodes tier (cheaper, looser)."""
-    arrays = problem.arrays
     idx = np.arange(len(problem.nodes)) if nodes is None else nodes
-    needs = _needs(problem, range(len(problem.groups)))
-    preferred = 0
+    table, feasible = _grouped_bounds(problem, idx, np.zeros(len(idx), np.int64), 1)
+    if not feasible[0]:
+        return None
+    found = [int(v) for v in table[0]]
+    if exact_fit:
+        needs = _needs(problem, range(len(problem.groups)))
+        spans = found[1 : 1 + len(problem.span_levels)]
+        fresh = found[1 + len(spans) : -2]
+        found[-2] = max(found[-2], _fresh_nodes_by_set(problem, needs, idx, spans, fresh, found[-2]))
+    return tuple(found)
+
+
+def _grouped_bounds(problem: Problem, idx: Ints, groups: Ints, count: int) -> tuple[Ints, npt.NDArray[np.bool_]]:
+    """The coarse tier bounds of every group of candidate nodes at once (``groups[i]``: the group of node
+    ``idx[i]``, -1 for none): one row per group, and whether the group can hold every ``minReplicas`` on capacity
+    sums at all. Only the nodes at ``idx`` are read, so one small domain costs little on a large cluster."""
+    arrays = problem.arrays
+    needs = _sliced(_needs(problem, range(len(problem.groups))), idx)
+    feasible = np.ones(count, np.bool_)
+    preferred = np.zeros(count, np.int64)
     for scope in problem.preferred:
-        count = _fewest_domains(_needs(problem, scope.groups), arrays.key_ids(scope.key), idx)
-        if count is None:
-            return None
-        preferred += max(0, count - 1)
-    spans: list[int] = []
+        scoped = _sliced(_needs(problem, scope.groups), idx)
+        found = _fewest_domains(scoped, Pools(groups, arrays.key_ids(scope.key)[idx], count))
+        feasible &= found < NEVER
+        preferred += np.maximum(0, found - 1)
+    spans: list[Ints] = []
+    pools: dict[str, Pools] = {}
     for level in problem.span_levels:
-        count = _fewest_domains(needs, arrays.level_ids[level], idx)
-        if count is None:
-            return None
-        spans.append(count)
-    fresh: list[int] = []
+        pools[level] = Pools(groups, arrays.level_ids[level][idx], count)
+        found = _fewest_domains(needs, pools[level])
+        feasible &= found < NEVER
+        spans.append(np.where(feasible, found, 0))  # infeasible groups are dropped; keep their numbers small
+    fresh: list[Ints] = []
     if problem.fresh_level is not None:
         k = spans[problem.span_levels.index(problem.fresh_level)]
-        fresh.append(_fresh_domains(needs, arrays.level_ids[problem.fresh_level], arrays.fresh_domain_mask(), idx, k))
-    coarse = _fresh_nodes(problem, needs, idx, spans[0] if spans else None)
-    if exact_fit:
-        coarse = max(coarse, _fresh_nodes_by_set(problem, needs, idx, spans, fresh, coarse))
-    fresh.append(coarse)
-    pods = [len(g.pods) for g in problem.groups]
-    room = [int(arrays.cap[g][idx].sum()) for g in range(len(pods))]
-    missing = sum(p - min(p, r) for p, r in zip(pods, room, strict=True))
-    return (preferred, *spans, *fresh, missing)
+        fresh.append(_fresh_domains(needs, pools[problem.fresh_level], arrays.fresh_domain_mask(), k))
+    narrowest = pools[problem.span_levels[0]] if spans else None
+    fresh.append(_fresh_nodes(arrays.fresh[idx], needs, groups, count, narrowest, spans[0] if spans else None))
+    missing = np.zeros(count, np.int64)
+    keep = groups >= 0
+    for g, group in enumerate(problem.groups):
+        room = np.bincount(groups[keep], weights=arrays.cap[g][idx][keep], minlength=count).astype(np.int64)
+        missing += len(group.pods) - np.minimum(len(group.pods), room)
+    return np.column_stack([preferred, *spans, *fresh, missing]), feasible
 
 
 @dataclass(frozen=True)
@@ -93,20 +113,22 @@ def gang_bounds(problem: Problem) -> Bounds | None:
         whole = tier_bounds(problem)
         return None if whole is None else Bounds(whole, whole)
     arrays = problem.arrays
-    ids = arrays.key_ids(scope.key)
+    values, domain_of = np.unique(arrays.key_ids(scope.key), return_inverse=True)
+    domain_of = domain_of.reshape(-1)
     names = arrays.key_names(scope.key)
-    # Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds nothing of the gang.
-    order = np.argsort(ids, kind="stable")
-    edges = [*np.flatnonzero(np.diff(ids[order], prepend=-1)).tolist(), len(ids)]
+    # Coarse per domain, all domains at once: the exact best-fit refinement is paid only for domains a search
+    # actually reaches. Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds
+    # nothing of the gang.
+    table, feasible = _grouped_bounds(problem, np.arange(len(domain_of)), domain_of, len(values))
+    order = np.argsort(domain_of, kind="stable")
+    edges = np.searchsorted(domain_of[order], np.arange(len(values) + 1))
     by_domain: dict[str, tuple[int, ...]] = {}
     members: dict[str, Ints] = {}
-    for begin, end in itertools.pairwise(edges if len(ids) else []):
-        idx = order[begin:end]
-        name = names[int(ids[idx[0]])]
-        # Coarse per domain: the exact best-fit refinement is paid only for domains a search actually reaches.
-        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx, exact_fit=False)) is not None:
-            by_domain[name] = found
-            members[name] = idx
+    for d in np.flatnonzero(feasible):
+        name = names[int(values[d])]
+        if not name.startswith("<none>:"):
+            by_domain[name] = tuple(int(v) for v in table[d])
+            members[name] = order[edges[d] : edges[d + 1]]
     if not by_domain:
         return None
     per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
@@ -134,53 +156,59 @@ def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:
     return needs
 
 
-def _sums(ids: Ints, weights: Ints, idx: Ints) -> Ints:
-    return np.bincount(ids[idx], weights=weights[idx]).astype(np.int64)
+def _sliced(needs: list[_Need], idx: Ints) -> list[_Need]:
+    return [(capacity[idx], amount) for capacity, amount in needs]
 
 
-def _fewest_domains(needs: list[_Need], ids: Ints, idx: Ints) -> int | None:
-    best = 0
-    for capacity, amount in needs:
-        count = fewest_to_cover(_sums(ids, capacity, idx), amount)
-        if count is None:
-            return None
-        best = max(best, count)
-    return best
+def _split(needs: list[_Need]) -> tuple[list[Ints], Ints]:
+    """Needs as (capacity vectors, amounts as a column) for the grouped calls, one row per need."""
+    return [capacity for capacity, _ in needs], np.array([[amount] for _, amount in needs], np.int64).reshape(-1, 1)
 
 
-def _fresh_domains(needs: list[_Need], ids: Ints, fresh: np.ndarray, idx: Ints, k: int) -> int:
-    """Wholly free domains a plan spanning exactly ``k`` domains must include: the fewest f such that the
+def _fewest_domains(needs: list[_Need], pools: Pools) -> Ints:
+    """Per group, the fewest pools (largest first) that hold every need; :data:`NEVER` when they cannot."""
+    if not needs:
+        return np.zeros(pools.count, np.int64)
+    capacities, amounts = _split(needs)
+    return np.asarray(pools.ranked(capacities).fewest(amounts).max(axis=0))
+
+
+def _fresh_domains(needs: list[_Need], pools: Pools, fresh: npt.NDArray[np.bool_], k: Ints) -> Ints:
+    """Wholly free domains a plan spanning exactly ``k[g]`` domains must include: the fewest f such that the
     largest k − f partly used domains plus the largest f free ones can hold each need."""
-    best = 0
-    for capacity, amount in needs:
-        sums = _sums(ids, capacity, idx)
-        used = np.bincount(ids[idx], minlength=len(sums)) > 0
-        mask = fresh[: len(sums)]
-        partly = np.sort(sums[used & ~mask])[::-1]
-        whole = np.sort(sums[used & mask])[::-1]
-        for f in range(k + 1):
-            if k - f <= len(partly) and f <= len(whole) and partly[: k - f].sum() + whole[:f].sum() >= amount:
-                best = max(best, f)
-                break
-    return best
+    if not needs:
+        return np.zeros(pools.count, np.int64)
+    capacities, amounts = _split(needs)
+    whole = fresh[pools.sub]
+    partly, free = pools.ranked(capacities, ~whole), pools.ranked(capacities, whole)
+    fewest = np.zeros(partly.shape, np.int64)
+    settled = np.zeros(partly.shape, np.bool_)
+    for f in range(int(k.max(initial=0)) + 1):
+        rest = k[None, :] - f
+        holds = (rest >= 0) & (rest <= partly.size) & (f <= free.size)
+        holds &= partly.top(rest) + free.top(f) >= amounts
+        fewest[holds & ~settled] = f
+        settled |= holds
+    return np.asarray(fewest.max(axis=0))
 
 
-def _fresh_nodes(problem: Problem, needs: list[_Need], idx: Ints, k: int | None) -> int:
-    """Wholly free nodes a plan must break into once the partly used capacity of the (at most ``k``, the span
+def _fresh_nodes(
+    fresh: npt.NDArray[np.bool_], needs: list[_Need], groups: Ints, count: int, narrowest: Pools | None, k: Ints | None
+) -> Ints:
+    """Wholly free nodes a plan must break into once the partly used capacity of the (at most ``k[g]``, the span
     bound of the narrowest level) domains it uses is full."""
-    arrays = problem.arrays
-    fresh = arrays.fresh[idx]
-    best = 0
-    for capacity, amount in needs:
-        cap = capacity[idx]
-        if k is None:
-            cheap = int(cap[~fresh].sum())
-        else:
-            ids = arrays.level_ids[problem.span_levels[0]][idx]
-            cheap = int(np.sort(np.bincount(ids, weights=np.where(fresh, 0, cap)))[::-1][:k].sum())
-        count = fewest_to_cover(cap[fresh], amount - cheap)
-        best = max(best, count if count is not None else 0)
-    return best
+    if not needs:
+        return np.zeros(count, np.int64)
+    capacities, amounts = _split(needs)
+    partly = [np.where(fresh, 0, capacity) for capacity in capacities]
+    if narrowest is None or k is None:
+        keep = groups >= 0
+        cheap = np.stack([np.bincount(groups[keep], weights=p[keep], minlength=count) for p in partly])
+    else:
+        cheap = narrowest.ranked(partly).top(k[None, :])
+    nodes = Pools(np.where(fresh, groups, -1), np.arange(len(groups)), count)  # each wholly free node a pool
+    found = nodes.ranked(capacities).fewest(amounts - cheap.astype(np.int64))
+    return np.asarray(np.where(found < NEVER, found, 0).max(axis=0))
 
 
 _MAX_SETS = 400  # sets of narrowest domains examined for the exact best-fit bound; beyond it the coarse one stands
