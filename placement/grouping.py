@@ -10,17 +10,30 @@ every need and every group at once: answers are arrays of shape (needs, groups).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import Ints
 
-__all__ = ["NEVER", "Pools", "Ranked"]
+__all__ = ["NEVER", "Pools", "Ranked", "fewest_to_cover"]
 
 NEVER = np.iinfo(np.int64).max // 4  # "no number of pools covers it"; large, yet safe to add a few of
 _DENSE = 8  # number pools by a dense table when it has at most this many slots per node (no sort needed)
+
+
+def fewest_to_cover(capacities: Iterable[int], need: int) -> int | None:
+    """How many of ``capacities``, largest first, it takes to reach ``need``; ``None`` if all of them fall short
+    (the one-group question, for callers holding a single list)."""
+    if need <= 0:
+        return 0
+    values = capacities if isinstance(capacities, np.ndarray) else np.fromiter(capacities, np.int64)
+    ordered = np.sort(values)[::-1]
+    total = np.cumsum(ordered)
+    if not len(total) or total[-1] < need:
+        return None
+    return int(np.searchsorted(total, need)) + 1
 
 
 class Pools:

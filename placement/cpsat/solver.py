@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placement.cpsat.registry import CONSTRAINTS, OBJECTIVES
-from placement.cpsat.variables import ModelVars, Tier
-from placement.objective import Counts, tier_names
+from placement.cpsat.registry import CONSTRAINTS
+from placement.cpsat.variables import ModelVars, TierExpr
+from placement.objective import TIERS, Counts
 from placement.problem import Problem
 
 __all__ = ["ModelOutcome", "solve_model"]
@@ -37,9 +37,9 @@ class ModelOutcome:
     bound: float | None = None
 
 
-def _chunks(tiers: Sequence[Tier], lower: Sequence[int]) -> list[list[tuple[Tier, int]]]:
+def _chunks(tiers: Sequence[TierExpr], lower: Sequence[int]) -> list[list[tuple[TierExpr, int]]]:
     """Split tiers (priority order) into chunks whose weights fit; each item is (tier, its lexicographic bound)."""
-    chunks: list[list[tuple[Tier, int]]] = [[]]
+    chunks: list[list[tuple[TierExpr, int]]] = [[]]
     product = 1
     for tier, lo in zip(tiers, lower, strict=True):
         size = tier.upper + 1
@@ -51,7 +51,7 @@ def _chunks(tiers: Sequence[Tier], lower: Sequence[int]) -> list[list[tuple[Tier
     return chunks
 
 
-def _weighted(chunk: list[tuple[Tier, int]]) -> tuple[cp_model.LinearExpr, int]:
+def _weighted(chunk: list[tuple[TierExpr, int]]) -> tuple[cp_model.LinearExpr, int]:
     """The chunk's objective and its value at the bound vector. Weights cover each tier's whole range [0, upper],
     so the sum orders plans exactly as the tuple does, and any plan lexicographically at or above the bound
     scores at or above the bound's value: a valid constraint that lets the solver stop as soon as it meets it."""
@@ -79,9 +79,7 @@ def solve_model(
     mv = ModelVars.build(problem)
     for add in CONSTRAINTS.values():
         add(mv)
-    tiers = [tier for build in OBJECTIVES.values() for tier in build(mv)]
-    names = tier_names(problem)
-    assert tuple(t.name for t in tiers) == names, f"registry tiers {[t.name for t in tiers]} != {names}"
+    tiers = [tier for family in TIERS for tier in family.model(mv)]
     if hint:
         _add_hint(mv, hint)
     outcome = ModelOutcome("unknown")

@@ -14,12 +14,13 @@ from ortools.sat.python import cp_model
 
 from placement.problem import Problem
 
-__all__ = ["ModelVars", "Tier"]
+__all__ = ["ModelVars", "TierExpr"]
 
 
 @dataclass(frozen=True)
-class Tier:
-    """One objective tier: a linear expression to minimise and an upper bound on its value (for weighting)."""
+class TierExpr:
+    """One objective tier in a model: a linear expression to minimise and an upper bound on its value (for
+    weighting)."""
 
     name: str
     expr: cp_model.LinearExpr

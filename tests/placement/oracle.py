@@ -1,7 +1,9 @@
-"""A brute-force placement oracle for tiny clusters: enumerate every count vector, keep the feasible ones.
+"""A brute-force placement oracle for tiny clusters: enumerate every count vector, keep the feasible ones, and
+judge them by an objective evaluator of its own.
 
-Feasibility is checked here from the raw request and view (labels, free units, eligible sets), sharing no
-code with the model or the problem resolution, so agreement with ``solve`` means something.
+Feasibility and the objective are computed here from the raw request and view (labels, free units, eligible
+sets), sharing no code with the model, the tier modules or the problem resolution, so agreement with ``solve``
+means something.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ import itertools
 from collections.abc import Iterator
 
 from placement import ClusterView, GangRequest, GroupRequest
+from topology import Level
 
 HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
 
 Plan = dict[str, dict[str, int]]  # group name → node → pods
 
@@ -72,3 +76,61 @@ def to_assignment(request: GangRequest, plan: Plan) -> dict[str, str]:
             for _ in range(count):
                 assignment[next(pods)] = node
     return assignment
+
+
+def _primary(request: GangRequest) -> str:
+    demanded = sorted({r for g in request.groups for r, u in g.demand.items() if u > 0})
+    if GPU in demanded:
+        return GPU
+    return "cpu" if "cpu" in demanded or not demanded else demanded[0]
+
+
+def _whole_free(view: ClusterView, node: str, resource: str) -> bool:
+    allocatable = view.topology.hosts[node].allocatable.get(resource, 0)
+    return allocatable > 0 and view.free.get(node, {}).get(resource, 0) >= allocatable
+
+
+def tiers(request: GangRequest, view: ClusterView, plan: Plan) -> tuple[int, ...]:
+    """The objective of ``plan``, from the request, the labels and the free units alone: the same tiers as
+    ``placement.objective`` (preferred misses; domains spanned per level below the host, narrowest first; wholly
+    free NVLink domains and nodes broken into; best-effort pods missing), written without any of its code."""
+    labels = {name: host.labels for name, host in view.topology.hosts.items()}
+    levels = list(view.topology.levels)  # broad → narrow, the host last
+    below_host = list(reversed(levels[:-1]))
+    used = {(name, node) for name, counts in plan.items() for node, c in counts.items() if c > 0}
+    nodes = {node for _, node in used}
+
+    def domain(node: str, level: Level) -> str:
+        return level.value_of(labels[node]) or f"alone:{node}"  # an unlabelled node is a domain of its own
+
+    preferred = 0
+    for pack in request.packs:
+        if pack.preferred:
+            values = {_label(view, n, pack.preferred) or f"alone:{n}" for name, n in used if name in pack.groups}
+            preferred += max(0, len(values) - 1)
+    spans = [len({domain(n, level) for n in nodes}) for level in below_host]
+    primary = _primary(request)
+    fresh = {n for n in view.topology.hosts if _whole_free(view, n, primary)}
+    fresh_tiers = []
+    nvlink = next((lv for lv in below_host if lv.name == "nvlink"), below_host[0] if below_host else None)
+    if nvlink is not None:
+        members: dict[str, set[str]] = {}
+        for n in view.topology.hosts:
+            value = nvlink.value_of(labels[n])
+            if value:
+                members.setdefault(value, set()).add(n)
+        whole = {value for value, inside in members.items() if inside <= fresh}
+        fresh_tiers.append(len({nvlink.value_of(labels[n]) for n in nodes} & whole))
+    fresh_tiers.append(len(nodes & fresh))
+    missing = sum(len(g.pods) - min(len(g.pods), sum(plan.get(g.name, {}).values())) for g in request.groups)
+    return (preferred, *spans, *fresh_tiers, missing)
+
+
+def plan_of(request: GangRequest, assignment: dict[str, str]) -> Plan:
+    """Pods per node per group of a pod → node assignment (pods of no group ignored)."""
+    plan: Plan = {g.name: {} for g in request.groups}
+    for group in request.groups:
+        for pod in group.pods:
+            if pod in assignment:
+                plan[group.name][assignment[pod]] = plan[group.name].get(assignment[pod], 0) + 1
+    return plan

@@ -6,8 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.bounds import fewest_to_cover
-from placement.grouping import NEVER, Pools
+from placement.grouping import NEVER, Pools, fewest_to_cover
 
 
 @st.composite
