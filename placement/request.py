@@ -6,7 +6,8 @@ many pods it has, how many are gang-guaranteed, and which nodes may take them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -59,9 +60,15 @@ class ClusterView:
 
 @dataclass(frozen=True)
 class SolveOptions:
+    """How to solve. ``model_nodes``: beyond this many candidate nodes the ``cpsat`` model is built on a
+    neighbourhood of the greedy plan (building it over every node would not fit the time limit). ``clock``: what
+    the time limit is measured with (seconds; tests hand in a fake one to drive the deadline paths)."""
+
     policy: str = "cpsat"
     time_limit_seconds: float = 1.0  # well under kube-scheduler's extender httpTimeout
     workers: int = 2
+    model_nodes: int = 600
+    clock: Callable[[], float] = field(default=time.perf_counter, compare=False, repr=False)
 
 
 class Status(StrEnum):

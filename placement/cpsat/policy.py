@@ -18,7 +18,6 @@ whether it was proven best.
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass, replace
 
 from placement.bounds import Bounds, gang_bounds, tier_bounds
@@ -34,7 +33,6 @@ from placement.request import Result, SolveOptions, Status
 
 __all__ = ["solve_cpsat"]
 
-_MODEL_NODES = 600  # beyond this many candidates the model is built on a neighbourhood of the greedy plan
 _LATE_GREEDY_DOMAINS = 3  # past the deadline with no plan, how many more domains the greedy may try
 _MIN_MODEL_SECONDS = 0.1  # with less time left, building a model (Python, not interruptible) only overruns
 
@@ -55,7 +53,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
     When there are extras, first try to plan every pod as if all were guaranteed: if that fits, the whole gang
     is packed together (extras added afterwards would have to go wherever the guaranteed plan left room).
     """
-    deadline = time.perf_counter() + options.time_limit_seconds
+    deadline = options.clock() + options.time_limit_seconds
     if any(g.extras for g in problem.groups):
         whole = problem.requiring([len(g.pods) for g in problem.groups])
         attempt = replace(options, time_limit_seconds=options.time_limit_seconds / 2)
@@ -63,7 +61,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         if isinstance(everything, _Plan):
             solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
             return _with_bound(planned(problem, everything.counts, solver=solver), optimal=everything.optimal)
-        options = replace(options, time_limit_seconds=max(0.01, deadline - time.perf_counter()))
+        options = replace(options, time_limit_seconds=max(0.01, deadline - options.clock()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found
@@ -79,7 +77,7 @@ def _with_bound(result: Result, *, optimal: bool) -> Result:
 
 
 def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result:
-    deadline = time.perf_counter() + options.time_limit_seconds
+    deadline = options.clock() + options.time_limit_seconds
     reason = relaxation_reason(problem)
     if reason is not None:
         return refused(reason)
@@ -96,10 +94,11 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
     if outcome.state == "infeasible" and exact:
         return refused(explain_infeasible(problem))
     found = _better(problem, outcome.counts if outcome.state in ("optimal", "feasible") else None, hint)
+    models = int(outcome.state != "skipped")
     if found is None:
-        return _timed_out(problem, None, bounds, options, models=1)
+        return _timed_out(problem, None, bounds, options, models=models)
     optimal = (outcome.state == "optimal" and exact) or evaluate(problem, found) == bounds.lexicographic
-    return _Plan(found, bounds.per_tier, optimal=optimal, models=1)
+    return _Plan(found, bounds.per_tier, optimal=optimal, models=models)
 
 
 def _better(problem: Problem, *plans: Counts | None) -> Counts | None:
@@ -113,10 +112,16 @@ def _model(
 ) -> tuple[ModelOutcome, bool]:
     """Solve the model, on a neighbourhood of the hint when the problem is too big to build in the time limit;
     ``exact`` says whether the model covered every candidate (else its optimum proves nothing globally)."""
-    if deadline - time.perf_counter() < _MIN_MODEL_SECONDS:
-        return ModelOutcome("unknown"), False
-    if len(problem.nodes) <= _MODEL_NODES or not problem.span_levels:
-        return solve_model(problem, hint=hint, lower=lower, deadline=deadline, workers=options.workers), True
+    if deadline - options.clock() < _MIN_MODEL_SECONDS:
+        return ModelOutcome("skipped"), False
+
+    def run(candidates: Problem) -> ModelOutcome:
+        return solve_model(
+            candidates, hint=hint, lower=lower, deadline=deadline, workers=options.workers, clock=options.clock
+        )
+
+    if len(problem.nodes) <= options.model_nodes or not problem.span_levels:
+        return run(problem), True
     level = problem.span_levels[0]
     members: dict[str, list[str]] = {}
     room: dict[str, int] = {}
@@ -128,13 +133,13 @@ def _model(
     keep = {problem.domain(n, level) for (_, n), c in (hint or {}).items() if c > 0}
     size = sum(len(members[d]) for d in keep)
     for domain in sorted(room, key=lambda d: (-room[d], d)):
-        if size >= _MODEL_NODES:
+        if size >= options.model_nodes:
             break
         if domain not in keep:
             keep.add(domain)
             size += len(members[domain])
     near = problem.restricted({n for d in keep for n in members[d]})
-    return solve_model(near, hint=hint, lower=lower, deadline=deadline, workers=options.workers), False
+    return run(near), False
 
 
 def _timed_out(
@@ -159,7 +164,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     queue = [(bound, 1, value) for value, bound in bounds.by_domain.items()]
     heapq.heapify(queue)
     best: tuple[tuple[int, ...], Counts] | None = None
-    proven = True
+    unsettled: list[tuple[int, ...]] = []  # bounds of domains whose search was cut short
     models = 0
     tried_late = 0
     while queue:
@@ -171,9 +176,9 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
             heapq.heapreplace(queue, (refined or bound, 0, value))
             continue
         heapq.heappop(queue)
-        late = deadline - time.perf_counter() <= 0
+        late = deadline - options.clock() <= 0
         if late and (best is not None or tried_late >= _LATE_GREEDY_DOMAINS):
-            proven = False
+            unsettled.append(bound)
             break  # out of time, with a plan in hand or after a few greedy tries
         tried_late += late
         sub = problem.restricted({n for n in problem.nodes if problem.key_value(n, scope.key) == value})
@@ -182,19 +187,21 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
             found: Counts | None = sub_hint
         elif late:
             # Past the deadline without any plan: greedy only (cheap) until one domain yields a plan.
-            proven, found = False, sub_hint
+            found = sub_hint
+            unsettled.append(bound)
         else:
             outcome, exact = _model(sub, sub_hint, bound, deadline=deadline, options=options)
-            models += 1
-            proven = proven and exact and outcome.state in ("optimal", "infeasible")
+            models += outcome.state != "skipped"
+            if not (exact and outcome.state in ("optimal", "infeasible")):
+                unsettled.append(bound)
             found = _better(sub, outcome.counts if outcome.state in ("optimal", "feasible") else None, sub_hint)
         if found is not None and (best is None or evaluate(problem, found) < best[0]):
             best = (evaluate(problem, found), found)
     if best is None:
-        if proven:
+        if not unsettled:
             return refused(explain_infeasible(problem))
         return _timed_out(problem, None, bounds, options, models=models)
-    # The lexicographic bound the search established: the best plan if nothing left could beat it, else the
-    # front of the queue. It is what placementScore measures against.
-    floor = best[0] if not queue or queue[0][0] >= best[0] else queue[0][0]
-    return _Plan(best[1], floor, optimal=proven and floor == best[0], models=models)
+    # The lexicographic bound the search established: the best plan, unless a domain still queued or one whose
+    # search was cut short could hold a better one. It is what placementScore measures against.
+    floor = min([best[0], *unsettled, *(queue[0][:1] if queue else [])])
+    return _Plan(best[1], floor, optimal=floor == best[0], models=models)

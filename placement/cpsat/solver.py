@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -27,9 +27,9 @@ _WEIGHT_LIMIT = 2**40
 
 @dataclass
 class ModelOutcome:
-    """``state``: ``optimal`` (proven), ``feasible`` (time ran out with a plan), ``infeasible`` (proven) or
-    ``unknown`` (time ran out without a plan). ``objective``/``bound``: the weighted objective of the last chunk
-    solved and the solver's proven bound on it."""
+    """``state``: ``optimal`` (proven), ``feasible`` (time ran out with a plan), ``infeasible`` (proven),
+    ``unknown`` (time ran out without a plan) or ``skipped`` (too little time left to build a model at all).
+    ``objective``/``bound``: the weighted objective of the last chunk solved and the solver's proven bound on it."""
 
     state: str
     counts: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -74,6 +74,7 @@ def solve_model(
     lower: Sequence[int] | None,
     deadline: float,
     workers: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ModelOutcome:
     """Solve with ``lower`` a lexicographic bound on the tier tuple (see :mod:`placement.bounds`)."""
     mv = ModelVars.build(problem)
@@ -83,7 +84,7 @@ def solve_model(
     if hint:
         _add_hint(mv, hint)
     outcome = ModelOutcome("unknown")
-    remaining = deadline - time.perf_counter()  # measured after building: the build is part of the budget
+    remaining = deadline - clock()  # measured after building: the build is part of the budget
     at_bound = lower is not None  # the bound of a later chunk holds only while every earlier chunk met its own
     for chunk in _chunks(tiers, lower or [0] * len(tiers)):
         objective, floor = _weighted(chunk)
