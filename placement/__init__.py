@@ -6,7 +6,16 @@ solver. Does not own: Kubernetes objects, I/O,
 reservations or time. Imports only ``topology``.
 """
 
-from placement.request import ClusterView, GangRequest, GroupRequest, PackScope, Result, SolveOptions, Status
+from placement.request import (
+    ClusterView,
+    GangRequest,
+    GroupRequest,
+    PackScope,
+    Result,
+    SolveOptions,
+    Status,
+    WorkloadShape,
+)
 from placement.solve import POLICIES, solve
 from placement.validation import violations
 
@@ -19,6 +28,7 @@ __all__ = [
     "Result",
     "SolveOptions",
     "Status",
+    "WorkloadShape",
     "solve",
     "violations",
 ]

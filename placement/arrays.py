@@ -106,6 +106,7 @@ class HostArrays:
 @dataclass
 class NodeArrays:
     problem: Problem
+    host_index: Ints = field(init=False)  # per candidate: its position among every host of the view
     cap: list[Ints] = field(init=False)  # per group: pods of it a node holds alone (0 if not a candidate)
     free: dict[str, Ints] = field(init=False)  # per resource: free units
     fresh: npt.NDArray[np.bool_] = field(init=False)
@@ -119,6 +120,7 @@ class NodeArrays:
         problem = self.problem
         hosts = problem.hosts
         idx = np.fromiter((hosts.position[n] for n in problem.nodes), np.int64, len(problem.nodes))
+        self.host_index = idx
         self.cap = [problem.host_cap[g.index][idx] for g in problem.groups]
         self.free = {r: hosts.free[r][idx] for r in problem.resources}
         self.fresh = problem.host_fresh[idx]
@@ -134,6 +136,7 @@ class NodeArrays:
         idx = np.fromiter((position[n] for n in problem.nodes), np.int64, len(problem.nodes))
         twin = object.__new__(NodeArrays)
         twin.problem = problem
+        twin.host_index = self.host_index[idx]
         twin.cap = [
             np.where(np.fromiter((n in g.cap for n in problem.nodes), np.bool_, len(idx)), cap[idx], 0)
             for g, cap in zip(problem.groups, self.cap, strict=True)

@@ -7,7 +7,9 @@ A plan is judged by a tuple of tiers, compared lexicographically (smaller is bet
    before zone);
 3. ``fresh:<level>`` then ``fresh:host`` — wholly free NVLink domains (the narrowest level when there is no
    NVLink level) and wholly free nodes the gang breaks into: best fit fills partly used ones first;
-4. ``extras-missing`` — best-effort pods (beyond ``minReplicas``) left unplaced.
+4. ``extras-missing`` — best-effort pods (beyond ``minReplicas``) left unplaced;
+5. ``future-fit`` — when the view names the gang shapes the cluster keeps seeing: domains that could host one of
+   them and no longer can, weighted by how often each came.
 
 Each family lives in its own module of :mod:`placement.tiers` (name, CP-SAT expression, value, lower bound);
 :data:`TIERS` is the one place their order is set. The model (``placement.cpsat.solver``), the bounds
@@ -25,11 +27,19 @@ from placement.tiers.extras_missing import ExtrasMissing
 from placement.tiers.family import Counts, PlanFacts, TierFamily
 from placement.tiers.fresh_domains import FreshDomains
 from placement.tiers.fresh_nodes import FreshNodes
+from placement.tiers.future_fit import FutureFitTier
 from placement.tiers.preferred_pack import PreferredPack
 
 __all__ = ["TIERS", "Counts", "assignment_of", "counts_of", "evaluate", "quality_mask", "tier_names"]
 
-TIERS: tuple[TierFamily, ...] = (PreferredPack(), DomainsSpanned(), FreshDomains(), FreshNodes(), ExtrasMissing())
+TIERS: tuple[TierFamily, ...] = (
+    PreferredPack(),
+    DomainsSpanned(),
+    FreshDomains(),
+    FreshNodes(),
+    ExtrasMissing(),
+    FutureFitTier(),
+)
 
 
 def tier_names(problem: Problem) -> tuple[str, ...]:

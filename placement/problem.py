@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from placement.arrays import HostArrays, Ints, NodeArrays, label_value
+from placement.future_fit import FutureFit
 from placement.request import ClusterView, GangRequest, SolveOptions
 from topology.graph import GPU_RESOURCE, UNKNOWN
 from topology.levels import NVLINK_LEVEL
@@ -108,6 +109,26 @@ class Problem:
         twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
         return twin
 
+    def preferring_one(self) -> Scope | None:
+        """The gang-wide ``preferred`` scope when it is the only one and every candidate carries its key: then a
+        plan inside one domain of it, if any exists, beats every plan outside (the preferred tier comes first),
+        so the search may treat the scope as required and fall back only when no domain holds the gang."""
+        scopes = self.preferred
+        if len(scopes) != 1 or len(scopes[0].groups) != len(self.groups) or self.required_whole() is not None:
+            return None
+        key = scopes[0].key
+        return scopes[0] if all(self.key_value(n, key) is not None for n in self.nodes) else None
+
+    def required_whole(self) -> Scope | None:
+        """The gang-wide ``required`` scope, if any."""
+        return next((s for s in self.required if len(s.groups) == len(self.groups)), None)
+
+    def packing(self, scope: Scope) -> Problem:
+        """The same problem with ``scope`` (a preferred scope every candidate carries the key of) also required."""
+        twin = copy.copy(self)
+        twin.required = (*self.required, replace(scope, index=len(self.required), required=True))
+        return twin
+
     def domain(self, node: str, level: str) -> str:
         """The node's domain at ``level``; an unlabelled node is a domain of its own, so missing labels never
         make a spread placement look packed."""
@@ -134,6 +155,11 @@ class Problem:
     @cached_property
     def arrays(self) -> NodeArrays:
         return NodeArrays(self)
+
+    @cached_property
+    def future_fit(self) -> FutureFit | None:
+        """The future-fit measure over the view's recent gang shapes; ``None`` when the view names none."""
+        return FutureFit(self.view) if self.view.shapes else None
 
     @cached_property
     def resources(self) -> tuple[str, ...]:

@@ -13,7 +13,16 @@ from enum import StrEnum
 
 from topology import Topology
 
-__all__ = ["ClusterView", "GangRequest", "GroupRequest", "PackScope", "Result", "SolveOptions", "Status"]
+__all__ = [
+    "ClusterView",
+    "GangRequest",
+    "GroupRequest",
+    "PackScope",
+    "Result",
+    "SolveOptions",
+    "Status",
+    "WorkloadShape",
+]
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,29 @@ class GangRequest:
 
 
 @dataclass(frozen=True)
+class WorkloadShape:
+    """A gang shape the cluster has been seeing (see :mod:`placement.shapes`): ``gpus`` GPUs in pods of
+    ``pod_gpus``, wanted inside one domain of topology level ``level``; ``weight``: how often it came."""
+
+    level: str
+    pod_gpus: int
+    gpus: int
+    weight: int = 1
+
+    @property
+    def pods(self) -> int:
+        """Pods of ``pod_gpus`` the shape needs in one domain (its smaller pods counted as large ones)."""
+        return -(-self.gpus // self.pod_gpus)
+
+
+@dataclass(frozen=True)
 class ClusterView:
-    """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology."""
+    """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology, and the gang
+    shapes the cluster has been seeing (``shapes``: the future-fit tier keeps room for them; none, no such tier)."""
 
     topology: Topology
     free: Mapping[str, Mapping[str, int]]
+    shapes: tuple[WorkloadShape, ...] = ()
 
 
 @dataclass(frozen=True)

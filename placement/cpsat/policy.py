@@ -87,6 +87,20 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
         return refused(explain_infeasible(whole))  # reasons speak of the cluster as the user sees it
     if bounds.by_domain:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
+    preferred = problem.preferring_one()
+    if preferred is not None:
+        # Search the preferred key's domains one by one, as for a required pack: cheap, exact when one holds the
+        # gang; the whole-cluster model is left for the gang no single domain holds.
+        packed = problem.packing(preferred)
+        packed_bounds = gang_bounds(packed)
+        if packed_bounds is not None and packed_bounds.by_domain:
+            inside = _by_domain(packed, packed_bounds, deadline=deadline, options=options)
+            if isinstance(inside, _Plan):
+                return (
+                    replace(inside, bounds=bounds.per_tier)
+                    if inside.optimal
+                    else replace(inside, bounds=min(bounds.lexicographic, inside.bounds))
+                )
     hint = topology_greedy(problem, spans_first=True)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)

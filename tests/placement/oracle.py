@@ -93,7 +93,8 @@ def _whole_free(view: ClusterView, node: str, resource: str) -> bool:
 def tiers(request: GangRequest, view: ClusterView, plan: Plan) -> tuple[int, ...]:
     """The objective of ``plan``, from the request, the labels and the free units alone: the same tiers as
     ``placement.objective`` (preferred misses; domains spanned per level below the host, narrowest first; wholly
-    free NVLink domains and nodes broken into; best-effort pods missing), written without any of its code."""
+    free NVLink domains and nodes broken into; best-effort pods missing; with shapes in the view, the GPUs they
+    could not use), written without any of its code."""
     labels = {name: host.labels for name, host in view.topology.hosts.items()}
     levels = list(view.topology.levels)  # broad → narrow, the host last
     below_host = list(reversed(levels[:-1]))
@@ -123,7 +124,8 @@ def tiers(request: GangRequest, view: ClusterView, plan: Plan) -> tuple[int, ...
         fresh_tiers.append(len({nvlink.value_of(labels[n]) for n in nodes} & whole))
     fresh_tiers.append(len(nodes & fresh))
     missing = sum(len(g.pods) - min(len(g.pods), sum(plan.get(g.name, {}).values())) for g in request.groups)
-    return (preferred, *spans, *fresh_tiers, missing)
+    future = (fragmented(view, plan, request),) if view.shapes else ()
+    return (preferred, *spans, *fresh_tiers, missing, *future)
 
 
 def plan_of(request: GangRequest, assignment: dict[str, str]) -> Plan:
@@ -134,3 +136,33 @@ def plan_of(request: GangRequest, assignment: dict[str, str]) -> Plan:
             if pod in assignment:
                 plan[group.name][assignment[pod]] = plan[group.name].get(assignment[pod], 0) + 1
     return plan
+
+
+def fragmented(view: ClusterView, plan: Plan, request: GangRequest) -> int:
+    """The future-fit tier, FGD-style per domain, recomputed from the shapes' definition: for each shape and
+    each domain of its level, the domain's free GPUs count as fragmented when its nodes cannot give the shape its
+    pods (⌈gpus / pod GPUs⌉, or all the domain holds when empty if that is fewer) of its size."""
+    groups = {g.name: g for g in request.groups}
+    used: dict[str, int] = {}
+    for name, counts in plan.items():
+        for node, c in counts.items():
+            used[node] = used.get(node, 0) + c * groups[name].demand.get(GPU, 0)
+    hosts = view.topology.hosts
+    total = 0
+    for shape in view.shapes:
+        if not view.topology.has_level(shape.level):
+            continue
+        level = view.topology.level(shape.level)
+        members: dict[str, list[str]] = {}
+        for node, host in hosts.items():
+            value = node if level is view.topology.levels[-1] else level.value_of(host.labels)
+            if value:
+                members.setdefault(value, []).append(node)
+        for inside in members.values():
+            free = {n: max(0, view.free.get(n, {}).get(GPU, 0)) - used.get(n, 0) for n in inside}
+            whole = sum(hosts[n].allocatable.get(GPU, 0) // shape.pod_gpus for n in inside)
+            needed = min(-(-shape.gpus // shape.pod_gpus), whole)
+            pods = sum(f // shape.pod_gpus for f in free.values())
+            if not (needed > 0 and pods >= needed):
+                total += shape.weight * sum(free.values())
+    return total

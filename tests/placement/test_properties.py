@@ -17,7 +17,17 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement import POLICIES, ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
+from placement import (
+    POLICIES,
+    ClusterView,
+    GangRequest,
+    GroupRequest,
+    PackScope,
+    SolveOptions,
+    Status,
+    WorkloadShape,
+    solve,
+)
 from placement.bounds import gang_bounds
 from placement.cpsat.solver import solve_model
 from placement.objective import assignment_of, counts_of, evaluate
@@ -50,7 +60,12 @@ def clusters(draw: st.DrawFn) -> ClusterView:
         cpus = draw(st.sampled_from([2000, 4000]))
         hosts.append(HostSpec(name, labels, {GPU: gpus, "cpu": cpus}))
         free[name] = {GPU: draw(st.integers(0, gpus)), "cpu": draw(st.sampled_from([cpus, cpus // 2, 0]))}
-    return ClusterView(Topology(hosts), free)
+    topology = Topology(hosts)
+    # Half the clusters carry recent gang shapes, which adds the future-fit tier.
+    levels = st.sampled_from([level.name for level in topology.levels])
+    shape = st.builds(WorkloadShape, levels, st.sampled_from([1, 2, 4]), st.integers(1, 8), st.integers(1, 3))
+    shapes = draw(st.none() | st.lists(shape, min_size=1, max_size=2))
+    return ClusterView(topology, free, tuple(shapes or ()))
 
 
 @st.composite
