@@ -66,14 +66,15 @@ class Bounds:
     members: Mapping[str, Ints] | None = None  # candidate node indexes per domain, for refining on demand
 
 
-def gang_bounds(problem: Problem) -> Bounds | None:
+def gang_bounds(problem: Problem, *, exact_fit: bool = True) -> Bounds | None:
     """Bounds that know about a gang-wide ``required`` pack: every plan lies inside one domain of its key, so
-    the bound is the best over those domains of the bound within each. ``None``: no domain can hold the gang."""
+    the bound is the best over those domains of the bound within each. ``None``: no domain can hold the gang.
+    ``exact_fit=False``: no refinement even without such a pack (cheaper, looser; see :func:`tier_bounds`)."""
     scope = next((s for s in problem.required if len(s.groups) == len(problem.groups)), None)
     if problem.guaranteed_pods == 0:
         scope = None  # nothing must be placed, so no domain must hold anything
     if scope is None:
-        whole = tier_bounds(problem)
+        whole = tier_bounds(problem, exact_fit=exact_fit)
         return None if whole is None else Bounds(whole, whole)
     arrays = problem.arrays
     values, domain_of = np.unique(arrays.key_ids(scope.key), return_inverse=True)
@@ -85,15 +86,17 @@ def gang_bounds(problem: Problem) -> Bounds | None:
     table, feasible = grouped_bounds(problem, np.arange(len(domain_of)), domain_of, len(values))
     rows = np.column_stack(list(table.values()))
     order = np.argsort(domain_of, kind="stable")
-    edges = np.searchsorted(domain_of[order], np.arange(len(values) + 1))
+    edges = np.searchsorted(domain_of[order], np.arange(len(values) + 1)).tolist()
     by_domain: dict[str, tuple[int, ...]] = {}
     members: dict[str, Ints] = {}
-    for d in np.flatnonzero(feasible):
+    kept = np.flatnonzero(feasible).tolist()
+    for d, row in zip(kept, rows[kept].tolist(), strict=True):
         name = names[int(values[d])]
         if not name.startswith("<none>:"):
-            by_domain[name] = tuple(int(v) for v in rows[d])
+            by_domain[name] = tuple(row)
             members[name] = order[edges[d] : edges[d + 1]]
     if not by_domain:
         return None
-    per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
+    found = rows[[d for d in kept if not names[int(values[d])].startswith("<none>:")]]
+    per_tier = tuple(int(v) for v in found.min(axis=0))
     return Bounds(per_tier, min(by_domain.values()), by_domain, members)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from placement.arrays import Ints
-from placement.request import ClusterView, WorkloadShape
+from placement.arrays import HostArrays, Ints
+from placement.request import WorkloadShape
 from topology.graph import GPU_RESOURCE, UNKNOWN
 
 __all__ = ["FutureFit", "ShapeTable", "usage_of"]
@@ -50,14 +50,16 @@ class ShapeTable:
 
 
 class FutureFit:
-    def __init__(self, view: ClusterView) -> None:
+    """The measure over ``hosts.view`` and its shapes (``hosts``: the view's host arrays, whose level tables it
+    shares)."""
+
+    def __init__(self, hosts: HostArrays) -> None:
+        view = hosts.view
         topology = view.topology
-        self.names = list(topology.hosts)
-        self.position = {name: i for i, name in enumerate(self.names)}
-        empty: dict[str, int] = {}
-        free = np.fromiter((view.free.get(n, empty).get(GPU_RESOURCE, 0) for n in self.names), np.int64)
-        self.free: Ints = np.maximum(free, 0)
-        allocatable = np.fromiter((topology.hosts[n].allocatable.get(GPU_RESOURCE, 0) for n in self.names), np.int64)
+        self.names = hosts.names
+        self.position = hosts.position
+        self.free: Ints = np.maximum(hosts.free_of(GPU_RESOURCE), 0)
+        allocatable = hosts.allocatable(GPU_RESOURCE)
         # Shapes that ask every domain for the same pods of the same size are one table with their weights summed
         # (on a cluster of 8-GPU nodes, every gang of 8-GPU pods asks one node for one pod).
         merged: dict[tuple[str, int, bytes], ShapeTable] = {}
@@ -66,7 +68,9 @@ class FutureFit:
             if not topology.has_level(shape.level) or shape.pod_gpus <= 0 or shape.weight <= 0:
                 continue
             if shape.level not in domains:
-                domains[shape.level] = self._domains(view, shape.level)
+                ids, names = hosts.level(shape.level)
+                unlabelled = np.fromiter((n.startswith(f"{UNKNOWN}:") for n in names), np.bool_, len(names))
+                domains[shape.level] = np.where(unlabelled[ids], -1, ids)
             domain = domains[shape.level]
             needed = np.minimum(shape.pods, _per_domain(domain, allocatable // shape.pod_gpus))
             key = (shape.level, shape.pod_gpus, needed.tobytes())
@@ -81,34 +85,38 @@ class FutureFit:
         self.tables: list[ShapeTable] = list(merged.values())
         self.total = sum(t.shape.weight * int(t.fragmented.sum()) for t in self.tables)  # before any plan
         self.upper = sum(t.shape.weight * int(t.free.sum()) for t in self.tables)  # every free GPU fragmented
-
-    def _domains(self, view: ClusterView, level: str) -> Ints:
-        ids: dict[str, int] = {}
-        found = np.full(len(self.names), -1, np.int64)
-        for i, name in enumerate(self.names):
-            value = view.topology.domain_of(name, level)
-            if value != UNKNOWN:
-                found[i] = ids.setdefault(value, len(ids))
-        return found
+        # Every table's domains numbered in one range, so a plan is judged with a few numpy calls for all shapes.
+        sizes = [len(t.free) for t in self.tables]
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if sizes else np.zeros(0, np.int64)
+        numbered = zip(self.tables, offsets.tolist(), strict=True)
+        self._domain = np.array([np.where(t.domain >= 0, t.domain + o, -1) for t, o in numbered])
+        self._pod = np.array([t.shape.pod_gpus for t in self.tables], np.int64).reshape(-1, 1)
+        self._pods = np.concatenate([t.pods for t in self.tables]) if sizes else np.zeros(0, np.int64)
+        self._free = np.concatenate([t.free for t in self.tables]) if sizes else np.zeros(0, np.int64)
+        self._needed = np.concatenate([t.needed for t in self.tables]) if sizes else np.zeros(0, np.int64)
+        self._weight = np.repeat([t.shape.weight for t in self.tables], sizes).astype(np.int64)
+        self._before = np.concatenate([t.fragmented for t in self.tables]) if sizes else np.zeros(0, np.int64)
 
     def fragmented(self, usage: Mapping[str, int]) -> int:
         """The weighted fragmented GPUs after a plan using ``usage`` GPUs per node."""
         if not usage:
             return self.total
+        if not self.tables:
+            return 0
         nodes = np.fromiter((self.position[n] for n in usage), np.int64, len(usage))
         used = np.fromiter(usage.values(), np.int64, len(usage))
-        total = self.total
-        for table in self.tables:
-            g = table.shape.pod_gpus
-            domain = table.domain[nodes]
-            inside = domain >= 0
-            touched = np.unique(domain[inside])
-            pods, free = table.pods.copy(), table.free.copy()
-            np.subtract.at(pods, domain[inside], (self.free[nodes] // g - (self.free[nodes] - used) // g)[inside])
-            np.subtract.at(free, domain[inside], used[inside])
-            after = np.where(pods[touched] >= table.needed[touched], 0, free[touched])
-            total += table.shape.weight * int((after - table.fragmented[touched]).sum())
-        return total
+        domain = self._domain[:, nodes]  # (tables, nodes): the node's domain in every table, -1 for none
+        inside = domain >= 0
+        free = self.free[nodes]
+        drop = np.broadcast_to(free // self._pod - (free - used) // self._pod, domain.shape)
+        touched = np.unique(domain[inside])
+        slots = len(self._pods)
+        lost = np.bincount(domain[inside], weights=drop[inside], minlength=slots)[touched].astype(np.int64)
+        taken = np.bincount(domain[inside], weights=np.broadcast_to(used, domain.shape)[inside], minlength=slots)
+        pods = self._pods[touched] - lost
+        left = self._free[touched] - taken[touched].astype(np.int64)
+        after = np.where(pods >= self._needed[touched], 0, left)
+        return self.total + int((self._weight[touched] * (after - self._before[touched])).sum())
 
     def lower_bound(self, nodes: Ints, groups: Ints, count: int, gpus: int) -> Ints:
         """Per group of candidate hosts (``nodes``: host positions, ``groups``: their group), a lower bound on the

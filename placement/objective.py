@@ -30,7 +30,17 @@ from placement.tiers.fresh_nodes import FreshNodes
 from placement.tiers.future_fit import FutureFitTier
 from placement.tiers.preferred_pack import PreferredPack
 
-__all__ = ["TIERS", "Counts", "assignment_of", "counts_of", "evaluate", "quality_mask", "tier_names"]
+__all__ = [
+    "TIERS",
+    "Counts",
+    "assignment_of",
+    "counts_of",
+    "evaluate",
+    "quality_mask",
+    "quality_names",
+    "quality_values",
+    "tier_names",
+]
 
 TIERS: tuple[TierFamily, ...] = (
     PreferredPack(),
@@ -54,6 +64,17 @@ def quality_mask(problem: Problem) -> tuple[bool, ...]:
 def evaluate(problem: Problem, counts: Counts) -> tuple[int, ...]:
     plan = PlanFacts.of(problem, counts)
     return tuple(value for family in TIERS for value in family.evaluate(problem, plan))
+
+
+def quality_names(problem: Problem) -> tuple[str, ...]:
+    """The tiers that say how well a gang is placed (those placementScore counts), in priority order."""
+    return tuple(name for family in TIERS if family.quality for name in family.names(problem))
+
+
+def quality_values(problem: Problem, counts: Counts) -> tuple[int, ...]:
+    """The plan's value on each of :func:`quality_names`."""
+    plan = PlanFacts.of(problem, counts)
+    return tuple(value for family in TIERS if family.quality for value in family.evaluate(problem, plan))
 
 
 def counts_of(problem: Problem, assignment: Mapping[str, str]) -> dict[tuple[int, str], int]:

@@ -103,6 +103,7 @@ class Status(StrEnum):
     INFEASIBLE = "Infeasible"
     TIMED_OUT = "TimedOut"
     INVALID = "Invalid"  # the request itself is malformed; ``reason`` names the field and the rule
+    DEFERRED = "Deferred"  # fits, but a batch started other gangs on the capacity it needs (queue-aware planning)
 
 
 @dataclass(frozen=True)
