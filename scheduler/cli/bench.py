@@ -1,4 +1,6 @@
-"""``grove-extender bench``: replay snapshots through placement policies side by side (see ``scheduler.replay``)."""
+"""``grove-extender bench``: replay snapshots through placement policies side by side (see ``scheduler.replay``),
+or, with ``--fill``, pack each snapshot's cluster with gangs of its (or a trace's) shapes until the first one does
+not fit (see ``scheduler.packing``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from placement import POLICIES
 from scheduler.cluster_view import holds_capacity
+from scheduler.packing.report import fill_table, write_fill_plot
+from scheduler.packing.run import fill_snapshot
+from scheduler.packing.templates import TemplateError
 from scheduler.replay.coordinator_step import CoordinatorStep
 from scheduler.replay.decision import DecisionStep
 from scheduler.replay.engine import replay
@@ -55,6 +60,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="call placement.solve directly for gang policies too, instead of going through the gang coordinator",
     )
+    fill = parser.add_argument_group("packing (--fill)")
+    fill.add_argument(
+        "--fill",
+        action="store_true",
+        help="instead of replaying, place gangs drawn from the workload's shapes one at a time until one fails",
+    )
+    fill.add_argument(
+        "--shapes",
+        metavar="FILE",
+        help="draw gangs from this snapshot's PodGangs or openb-format pod list (.csv) instead of the snapshot's own",
+    )
+    fill.add_argument("--seeds", type=int, default=10, help="fills per policy, seeds 1..N (default 10)")
     parser.set_defaults(handler=run)
 
 
@@ -111,24 +128,32 @@ def run(args: argparse.Namespace) -> int:
             f"bench: --policy must name some of {', '.join(POLICIES)}; unknown: {unknown}", style="red", markup=False
         )
         return 2
+    if args.fill and args.seeds < 1:
+        console.print("bench: --seeds must be at least 1", style="red", markup=False)
+        return 2
     runs = []
     try:
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            TextColumn("{task.percentage:>3.0f}% of window"),
+            TextColumn("{task.percentage:>3.0f}%" + ("" if args.fill else " of window")),
             TimeElapsedColumn(),
             console=console,
         ) as progress:
             for path in args.snapshot:
-                runs.append(_bench_snapshot(path, policies, args, progress))
-    except (SnapshotError, WorkloadError) as err:
+                bench = fill_snapshot if args.fill else _bench_snapshot
+                runs.append(bench(path, policies, args, progress))
+    except (SnapshotError, WorkloadError, TemplateError) as err:
         console.print(f"bench: {err}", style="red", markup=False)
         return 2
     for run_ in runs:
-        sys.stdout.write(markdown_table(str(run_["snapshot"]), run_["policies"]) + "\n")
+        if args.fill:
+            table = fill_table(str(run_["snapshot"]), run_["policies"], seeds=args.seeds, shapes=run_["shapes"])
+        else:
+            table = markdown_table(str(run_["snapshot"]), run_["policies"])
+        sys.stdout.write(table + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(runs[0] if len(runs) == 1 else runs, indent=1) + "\n")
     if args.plot:
-        write_plot(runs, args.plot)
+        (write_fill_plot if args.fill else write_plot)(runs, args.plot)
     return 0

@@ -1,0 +1,95 @@
+"""A fill run's figures: the JSON keys per policy (means over seeds), a Markdown table, and the plot of
+allocation share against gangs placed."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from scheduler.packing.fill import FillRun
+from scheduler.replay.report import cell
+
+__all__ = ["fill_table", "summarise_fill", "write_fill_plot"]
+
+
+def summarise_fill(runs: Sequence[FillRun]) -> dict[str, Any]:
+    """One policy's runs. ``fillAllocatedGpuShare``, ``fillUnallocatedGpus``, ``fillGangsPlaced``: means over
+    seeds at the first failure; ``fillFgdFragmentedGpus``: FGD's measure there; ``fillFragmentedGpus``: ours."""
+    ms = sorted(s * 1000 for run in runs for s in run.decision_seconds)
+    return {
+        "fillAllocatedGpuShare": round(statistics.fmean(r.allocated_share for r in runs), 4),
+        "fillUnallocatedGpus": round(statistics.fmean(r.unallocated_gpus for r in runs), 2),
+        "fillGangsPlaced": round(statistics.fmean(r.placed for r in runs), 2),
+        "fillFgdFragmentedGpus": round(statistics.fmean(r.fgd_fragmented_gpus for r in runs), 2),
+        "fillFragmentedGpus": round(statistics.fmean(r.fragmented_gpus for r in runs), 2),
+        "decisionMedianMs": round(statistics.median(ms), 3) if ms else 0.0,
+        "decisionP99Ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 3) if ms else 0.0,
+        "seeds": [
+            {
+                "seed": r.seed,
+                "gangsPlaced": r.placed,
+                "allocatedGpuShare": round(r.allocated_share, 4),
+                "unallocatedGpus": r.unallocated_gpus,
+                "fgdFragmentedGpus": round(r.fgd_fragmented_gpus, 2),
+                "fragmentedGpus": r.fragmented_gpus,
+                "firstFailure": r.first_failure,
+                "curve": [[placed, round(share, 4)] for placed, share in r.curve],
+            }
+            for r in runs
+        ],
+    }
+
+
+COLUMNS = (
+    ("fillGangsPlaced", "gangs placed"),
+    ("fillAllocatedGpuShare", "GPUs allocated"),
+    ("fillUnallocatedGpus", "GPUs unallocated"),
+    ("fillFgdFragmentedGpus", "FGD fragmented GPUs"),
+    ("fillFragmentedGpus", "our fragmented GPUs"),
+    ("decisionP99Ms", "decide p99 ms"),
+)
+
+
+def fill_table(snapshot: str, policies: Mapping[str, Mapping[str, Any]], *, seeds: int, shapes: str) -> str:
+    header = "| policy | " + " | ".join(title for _, title in COLUMNS) + " | unallocated vs topology-greedy |"
+    rule = "|---|" + "---:|" * (len(COLUMNS) + 1)
+    base = policies.get("topology-greedy", {}).get("fillUnallocatedGpus")
+    rows = []
+    for name, m in policies.items():
+        ratio = f"{m['fillUnallocatedGpus'] / base:.2f}×" if base else "–"
+        cells = " | ".join(cell(m.get(key)) for key, _ in COLUMNS)
+        rows.append(f"| {name} | {cells} | {ratio} |")
+    title = f"### fill: {snapshot} (gangs drawn from {shapes}, {seeds} seeds, means at the first failure)"
+    return "\n".join([title, "", header, rule, *rows, ""])
+
+
+def write_fill_plot(fills: Sequence[Mapping[str, Any]], path: str | Path) -> None:
+    """``fills``: the per-snapshot JSON objects (``{"snapshot", "policies"}``). One panel per snapshot: allocation
+    share against gangs placed, one thin line per seed and policy, a dot where each run failed first."""
+    figure = Figure(figsize=(6 * max(1, len(fills)), 4.5))
+    axes = figure.subplots(1, max(1, len(fills)), squeeze=False)[0]
+    for axis, run in zip(axes, fills, strict=False):
+        for index, (name, metrics) in enumerate(run["policies"].items()):
+            color = f"C{index}"
+            for seed, entry in enumerate(metrics["seeds"]):
+                curve = entry["curve"]
+                axis.plot(
+                    [p[0] for p in curve],
+                    [p[1] for p in curve],
+                    color=color,
+                    alpha=0.35,
+                    linewidth=0.8,
+                    label=name if seed == 0 else None,
+                )
+                axis.plot([curve[-1][0]], [curve[-1][1]], "o", color=color, markersize=3)
+        axis.set_title(Path(str(run["snapshot"])).name)
+        axis.set_xlabel("gangs placed")
+        axis.set_ylabel("share of GPUs allocated")
+        axis.set_ylim(0, 1.02)
+        axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
