@@ -96,11 +96,9 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
         if packed_bounds is not None and packed_bounds.by_domain:
             inside = _by_domain(packed, packed_bounds, deadline=deadline, options=options)
             if isinstance(inside, _Plan):
-                return (
-                    replace(inside, bounds=bounds.per_tier)
-                    if inside.optimal
-                    else replace(inside, bounds=min(bounds.lexicographic, inside.bounds))
-                )
+                # Every plan outside one domain is worse on the first tier, so the floor the domain search
+                # established holds for the gang, as it does for a required pack.
+                return inside
     hint = topology_greedy(problem, spans_first=True)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)
