@@ -37,8 +37,8 @@ class BatchObjective:
         return len(self.gangs) - gang.rank
 
     def lower(self) -> tuple[int, ...]:
-        """A lexicographic lower bound: nothing waits, and each gang's quality tiers at their own bounds (what it
-        could reach alone). A plan that meets it on every tier but future-fit is optimal."""
+        """A lexicographic lower bound: nothing waits, each gang's quality tiers at their own bounds (what it could
+        reach alone), and no GPU fragmented. A plan that meets it is optimal."""
         quality = [0] * len(self.quality)
         for gang in self.gangs:
             found = dict(zip(tier_names(gang.problem), gang.bounds.per_tier, strict=True))
