@@ -17,9 +17,16 @@ from scheduler.packing.templates import templates_from_trace
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.snapshot import dump_snapshot
 from tests.bench_data import write_mini_traces
-from tests.placement.cluster import GPU, gang, group, hosts, view
+from tests.placement.cluster import CLIQUE, GPU, gang, group, hosts, pack, view
 
-FILL_KEYS = {"fillAllocatedGpuShare", "fillUnallocatedGpus", "fillGangsPlaced", "fillFgdFragmentedGpus"}
+FILL_KEYS = {
+    "fillAllocatedGpuShare",
+    "fillUnallocatedGpus",
+    "fillGangsPlaced",
+    "fillGangsAgainstRequired",
+    "fillFgdFragmentedGpus",
+    "fillFragmentedGpus",
+}
 
 
 @pytest.mark.parametrize("policy", ["cpsat", "topology-greedy"])
@@ -42,7 +49,29 @@ def test_a_fill_stops_at_the_first_gang_that_does_not_fit(policy: str) -> None:
     assert run.unallocated_gpus == 4 and run.allocated_share == pytest.approx(12 / 16)
     assert run.fgd_fragmented_gpus == pytest.approx(4) and run.fragmented_gpus == 4
     assert run.curve[0] == (0, 0.0) and run.curve[-1] == (4, pytest.approx(0.75))
-    assert "3 GPUs" in run.first_failure
+    assert "3 GPUs" in run.first_failure and run.against_required == 0
+
+
+def test_a_topology_blind_fill_counts_the_gangs_it_placed_against_a_required_pack() -> None:
+    # Two cliques of two 8-GPU nodes, z0c0h1 and z0c1h0 with 5 GPUs free; every gang 2 × 5 GPUs, required in one
+    # clique. Best fit, blind to the pack, takes the two fullest nodes that fit a pod, z0c0h1 and z0c1h0: two
+    # cliques. topology-greedy keeps each gang in one clique.
+    cluster = view(hosts(), used={"z0c0h1": {GPU: 3}, "z0c1h0": {GPU: 3}})
+    templates = [gang(group("w", 2, gpus=5), packs=[pack("w", required=CLIQUE)])]
+    runs = {
+        policy: fill(
+            templates,
+            topology=cluster.topology,
+            start=cluster.free,
+            seed=1,
+            options=SolveOptions(policy=policy, workers=1),
+            tasks=typical_pods(templates),
+            fragmentation=make_fragmentation(cluster.topology),
+        )
+        for policy in ("gang-best-fit", "topology-greedy")
+    }
+    assert runs["topology-greedy"].against_required == 0
+    assert runs["gang-best-fit"].against_required > 0
 
 
 def test_fgd_counts_a_nodes_free_gpus_for_each_typical_pod_it_cannot_run() -> None:

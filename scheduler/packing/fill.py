@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from placement import ClusterView, GangRequest, SolveOptions, Status, WorkloadShape, solve, violations
 from scheduler.packing.fgd import Demand, fgd_fragmented_gpus
+from scheduler.replay.quality import honours_required
 from topology import Topology
 
 __all__ = ["FillRun", "fill"]
@@ -21,12 +22,15 @@ Free = Mapping[str, Mapping[str, int]]
 
 @dataclass
 class FillRun:
-    """``placed``: gangs placed before the first failure; ``allocated_share``/``unallocated_gpus``: the cluster's
-    GPUs in use (share) and free at that moment; ``fgd_fragmented_gpus``: FGD's measure then; ``fragmented_gpus``:
-    ours (free GPUs no template could use then); ``curve``: (gangs placed, allocated share) after each one."""
+    """``placed``: gangs placed before the first failure (``against_required`` of them against a required pack
+    constraint: not what their owner asked for, as the replay counts them); ``allocated_share`` and
+    ``unallocated_gpus``: the cluster's GPUs in use (share) and free at that moment; ``fgd_fragmented_gpus``: FGD's
+    measure then; ``fragmented_gpus``: ours (free GPUs no template could use then); ``curve``: (gangs placed,
+    allocated share) after each one."""
 
     seed: int
     placed: int = 0
+    against_required: int = 0  # of them, placed against a required pack (topology-blind policies do that)
     allocated_share: float = 0.0
     unallocated_gpus: int = 0
     fgd_fragmented_gpus: float = 0.0
@@ -71,6 +75,7 @@ def fill(
         if result.status != Status.PLACED:
             run.first_failure = f"{request.key} ({_gpus(request)} GPUs): {result.reason}"
             break
+        run.against_required += not honours_required(request, result.assignment, topology)
         demand = {pod: group.demand for group in request.groups for pod in group.pods}
         for pod, node in result.assignment.items():
             for resource, units in demand[pod].items():

@@ -18,12 +18,14 @@ __all__ = ["fill_table", "summarise_fill", "write_fill_plot"]
 
 def summarise_fill(runs: Sequence[FillRun]) -> dict[str, Any]:
     """One policy's runs. ``fillAllocatedGpuShare``, ``fillUnallocatedGpus``, ``fillGangsPlaced``: means over
-    seeds at the first failure; ``fillFgdFragmentedGpus``: FGD's measure there; ``fillFragmentedGpus``: ours."""
+    seeds at the first failure; ``fillGangsAgainstRequired``: of the gangs placed, those placed against a required
+    pack; ``fillFgdFragmentedGpus``: FGD's measure there; ``fillFragmentedGpus``: ours."""
     ms = sorted(s * 1000 for run in runs for s in run.decision_seconds)
     return {
         "fillAllocatedGpuShare": round(statistics.fmean(r.allocated_share for r in runs), 4),
         "fillUnallocatedGpus": round(statistics.fmean(r.unallocated_gpus for r in runs), 2),
         "fillGangsPlaced": round(statistics.fmean(r.placed for r in runs), 2),
+        "fillGangsAgainstRequired": round(statistics.fmean(r.against_required for r in runs), 2),
         "fillFgdFragmentedGpus": round(statistics.fmean(r.fgd_fragmented_gpus for r in runs), 2),
         "fillFragmentedGpus": round(statistics.fmean(r.fragmented_gpus for r in runs), 2),
         "decisionMedianMs": round(statistics.median(ms), 3) if ms else 0.0,
@@ -32,6 +34,7 @@ def summarise_fill(runs: Sequence[FillRun]) -> dict[str, Any]:
             {
                 "seed": r.seed,
                 "gangsPlaced": r.placed,
+                "gangsAgainstRequired": r.against_required,
                 "allocatedGpuShare": round(r.allocated_share, 4),
                 "unallocatedGpus": r.unallocated_gpus,
                 "fgdFragmentedGpus": round(r.fgd_fragmented_gpus, 2),
@@ -46,6 +49,7 @@ def summarise_fill(runs: Sequence[FillRun]) -> dict[str, Any]:
 
 COLUMNS = (
     ("fillGangsPlaced", "gangs placed"),
+    ("fillGangsAgainstRequired", "of them against a required pack"),
     ("fillAllocatedGpuShare", "GPUs allocated"),
     ("fillUnallocatedGpus", "GPUs unallocated"),
     ("fillFgdFragmentedGpus", "FGD fragmented GPUs"),
