@@ -122,7 +122,8 @@ class FutureFit:
         """Per group of candidate hosts (``nodes``: host positions, ``groups``: their group), a lower bound on the
         measure after any plan placing ``gpus`` GPUs on that group alone. A group inside one domain of a shape's
         level leaves that domain exactly ``gpus`` fewer free GPUs and at most that many fewer in whole pods;
-        otherwise the plan lowers the shape's fragmentation by at most ``gpus``."""
+        otherwise the plan can lower the shape's fragmentation only in the group's domains that already cannot host
+        the shape, by at most ``gpus`` and at most what those hold free."""
         bound = np.full(count, self.total, np.int64)
         keep = groups >= 0
         members = groups[keep]
@@ -142,7 +143,13 @@ class FutureFit:
             # Inside one domain: a hosting domain that surely stops hosting has all it keeps fragmented (else
             # possibly none); a domain that already could not host keeps fragmented exactly what it keeps.
             change = np.where(table.hosting[d], np.where(lost, left, 0), left - table.free[d])
-            bound += weight * np.where(single, change, -gpus)
+            # Across domains: only the fragmented GPUs of the domains the group touches can become used.
+            size = len(table.free)
+            labelled = domain >= 0
+            touched = np.unique(members[labelled] * size + domain[labelled])
+            fragmented = table.fragmented[touched % size]
+            reducible = np.bincount(touched // size, weights=fragmented, minlength=count).astype(np.int64)
+            bound += weight * np.where(single, change, -np.minimum(gpus, reducible))
         return np.maximum(bound, 0)
 
 
