@@ -15,7 +15,7 @@ from placement.problem import Problem
 from placement.prune import prune
 from placement.request import ClusterView
 
-__all__ = ["Residual", "usage_of_plans", "warm_start"]
+__all__ = ["Residual", "warm_start"]
 
 
 class Residual:
@@ -59,14 +59,3 @@ def warm_start(gangs: Sequence[Queued], start: Residual) -> tuple[dict[int, Coun
                 residual = residual.debit(problem, plan)
                 break
     return plans, residual
-
-
-def usage_of_plans(gangs: Sequence[Queued], plans: Mapping[int, Counts]) -> dict[str, dict[str, int]]:
-    """Units per node all ``plans`` use together."""
-    usage: dict[str, dict[str, int]] = {}
-    for gang in gangs:
-        for (g, node), pods in plans.get(gang.position, {}).items():
-            for resource, units in gang.problem.groups[g].demand.items():
-                vector = usage.setdefault(node, {})
-                vector[resource] = vector.get(resource, 0) + units * pods
-    return usage
