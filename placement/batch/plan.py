@@ -127,8 +127,12 @@ def _neighbourhoods(gangs: Sequence[Queued], budget: int) -> list[Queued]:
             bounds = gang_bounds(problem.packing(scope), exact_fit=False) or bounds
         if scope is not None and bounds.by_domain is not None and bounds.members is not None:
             members = bounds.members
-            domains = [(f"key:{scope.key}", value) for value, _ in sorted(bounds.by_domain.items(), key=_by_bound)]
-            room = {d: int(primary[members[d[1]]].sum()) for d in domains}
+            by_domain = bounds.by_domain
+            found = {value: int(primary[members[value]].sum()) for value in by_domain}
+            # Best bound first, then the tightest (as the single-gang domain search and best fit order them).
+            ranked = sorted(by_domain, key=lambda v: (by_domain[v], found[v], v))
+            domains = [(f"key:{scope.key}", value) for value in ranked]
+            room = {d: found[d[1]] for d in domains}
             nodes = {d: [problem.nodes[i] for i in members[d[1]]] for d in domains}
             limit, enough = _DOMAINS_PER_GANG, need  # one of these domains must hold the whole gang
         else:
@@ -176,10 +180,6 @@ def _widened(gang: Queued, plan: Counts | None) -> Queued:
     if gang.near is None or plan is None:
         return gang
     return replace(gang, near=gang.near | {node for (_, node), pods in plan.items() if pods > 0})
-
-
-def _by_bound(item: tuple[str, tuple[int, ...]]) -> tuple[tuple[int, ...], str]:
-    return item[1], item[0]
 
 
 def _results(

@@ -171,21 +171,24 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     moves it back. The search stops when the front bound cannot beat the best plan."""
     assert bounds.by_domain is not None and bounds.members is not None
     scope = next(s for s in problem.required if len(s.groups) == len(problem.groups))
-    # (bound, 1 if still coarse else 0, domain): among equal bounds a refined domain comes first, so a domain
-    # that meets its bound ends the search before every other one is refined.
-    queue = [(bound, 1, value) for value, bound in bounds.by_domain.items()]
+    # (bound, 1 if still coarse else 0, room, domain): among equal bounds a refined domain comes first, so a domain
+    # that meets its bound ends the search before every other one is refined; then the tightest (least free units
+    # of the primary resource), as best fit takes it: of equal plans, the one that leaves the roomy domains whole.
+    primary = problem.arrays.free.get(problem.primary)
+    room = {v: int(primary[idx].sum()) if primary is not None else 0 for v, idx in bounds.members.items()}
+    queue = [(bound, 1, room[value], value) for value, bound in bounds.by_domain.items()]
     heapq.heapify(queue)
     best: tuple[tuple[int, ...], Counts] | None = None
     unsettled: list[tuple[int, ...]] = []  # bounds of domains whose search was cut short
     models = 0
     tried_late = 0
     while queue:
-        bound, coarse, value = queue[0]
+        bound, coarse, tightness, value = queue[0]
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any behind it can beat the best plan
         if coarse:
             refined = tier_bounds(problem, bounds.members[value])
-            heapq.heapreplace(queue, (refined or bound, 0, value))
+            heapq.heapreplace(queue, (refined or bound, 0, tightness, value))
             continue
         heapq.heappop(queue)
         late = deadline - options.clock() <= 0
