@@ -6,6 +6,7 @@ DEMO := benchmarks/snapshots/demo.json
 FILTER_SAMPLE := deploy/requests/filter-demo.json
 HOST ?= 127.0.0.1
 PORT ?= 8888
+DEBUG_PORT ?= 8889
 
 .PHONY: run test lint typecheck layers unit clean
 
@@ -17,17 +18,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
+# The tests cover bench --plot and certs too, so they install those extras.
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench,certs]'
 	touch $@ $(VENV)/.installed
 
-# The extender over the demo snapshot (binds are applied in memory); the curl posts a filter for a demo pod the way
-# kube-scheduler does in node-names mode.
+# The extender over the demo snapshot (binds are applied in memory), plain HTTP on loopback, with the debug port on;
+# the curl posts a filter for a demo pod the way kube-scheduler does in node-names mode.
 run: $(VENV)/.installed
 	@echo "grove-extender serving $(DEMO) on http://$(HOST):$(PORT) (Ctrl-C to stop). From another shell:"
 	@echo "  curl -s -H 'Content-Type: application/json' --data @$(FILTER_SAMPLE) http://$(HOST):$(PORT)/filter"
-	@echo "  curl -s http://$(HOST):$(PORT)/debug/gangs"
-	$(BIN)/grove-extender serve --snapshot $(DEMO) --host $(HOST) --port $(PORT)
+	@echo "  curl -s http://$(HOST):$(DEBUG_PORT)/debug/gangs"
+	@echo "  curl -s http://$(HOST):$(DEBUG_PORT)/metrics"
+	$(BIN)/grove-extender serve --snapshot $(DEMO) --host $(HOST) --port $(PORT) --debug-port $(DEBUG_PORT)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -1,13 +1,20 @@
-"""The HTTP surface: kube-scheduler's extender verbs routed to an ``Extender`` handed in, plus probes and metrics.
+"""The HTTP surfaces: kube-scheduler's extender verbs routed to an ``Extender`` handed in, the probes, and (on a
+port of their own) metrics and the debug listing.
 
 Handlers only decode, call one method and encode. Bodies are decoded straight from bytes with pydantic (no
 intermediate dict) and replies encoded the same way, because filter sits on kube-scheduler's critical path.
+
+Three apps, so each can listen where it belongs (``api.server``): ``create_app`` (verbs and probes: the port
+kube-scheduler calls, behind mTLS in a cluster), ``create_probe_app`` (the probes alone, for the kubelet, which
+presents no client certificate) and ``create_debug_app`` (``/metrics`` and ``/debug/gangs``: what the extender
+knows about every gang is for operators, not for whoever reaches the verb port).
 
 Error policy (kube-scheduler treats any status but 200 as a failed call and ignores the body):
 - a body that is not JSON, has the wrong shape or is too large → 400/413 naming the field, for the humans and
   logs that read it;
 - anything the extender raises → logged, then a 200 carrying the verb's own ``Error`` so kube-scheduler shows the
-  text and retries; never a 500.
+  text and retries; never a 500;
+- a client that goes away before its body arrived → one quiet log line, no traceback.
 """
 
 from __future__ import annotations
@@ -16,13 +23,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.body import DEFAULT_MAX_BODY_BYTES, BadRequest, BodyDecoder, ClientGone
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -34,17 +43,12 @@ from api.extender import (
 )
 from api.service import Extender
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_probe_app"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-"""Room for a NodeList of a few thousand real nodes (node-list mode); a node-names request is a few KB."""
-
 _JSON = "application/json"
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-
-ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -53,45 +57,6 @@ class _Verb:
     model: type[BaseModel]
     call: Callable[[Any], Awaitable[BaseModel]]
     on_failure: Callable[[str], BaseModel]
-
-
-class _BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _describe_validation(error: ValidationError) -> str:
-    parts = []
-    for detail in error.errors()[:3]:
-        where = ".".join(str(part) for part in detail["loc"]) or "body"
-        parts.append(f"{where}: {detail['msg']}")
-    more = error.error_count() - len(parts)
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _BadRequest(413, f"body of {declared} bytes exceeds the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _BadRequest(413, f"body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _decode(model: type[ArgsT], body: bytes, verb: str) -> ArgsT:
-    if not body:
-        raise _BadRequest(400, f"{verb}: empty body; expected a JSON object")
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as err:
-        raise _BadRequest(400, f"{verb}: {_describe_validation(err)}") from None
 
 
 def _json(model: BaseModel) -> Response:
@@ -109,10 +74,80 @@ class _Metrics:
         )
         self.rejected = Counter(
             "grove_extender_requests_rejected_total",
-            "Extender calls answered with a 4xx (malformed) or with Error after an unexpected failure.",
+            "Extender calls answered with a 4xx (malformed), with Error after an unexpected failure, or never "
+            "answered because the client went away.",
             ["verb", "cause"],
             registry=registry,
         )
+
+
+class _NeverA500:
+    """Last line of defence for failures outside a verb's own guard (routing, probes): log once, answer in the
+    wire format's shape. Starlette's own handler for ``Exception`` re-raises after answering, which made the server
+    log a second traceback for the same failure."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception as err:
+            log.exception("unhandled error path=%s", scope.get("path", ""))
+            if not started:
+                reply = JSONResponse({"Error": f"grove-extender: internal error: {type(err).__name__}"}, 503)
+                await reply(scope, receive, send)
+
+
+def _bare_app() -> FastAPI:
+    app = FastAPI(title="grove-extender", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_NeverA500)
+    return app
+
+
+def _add_probes(app: FastAPI, extender: Extender) -> None:
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        ok = extender.healthy()
+        return JSONResponse({"healthy": ok}, status_code=200 if ok else 503)
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        ok = extender.ready()
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+
+
+def create_probe_app(extender: Extender) -> FastAPI:
+    """``/healthz`` and ``/readyz`` alone: what the kubelet's probes need, on a port without client certificates."""
+    app = _bare_app()
+    _add_probes(app, extender)
+    return app
+
+
+def create_debug_app(extender: Extender, *, registry: CollectorRegistry) -> FastAPI:
+    """``/metrics`` (``registry``: the one ``create_app`` and the extender registered in) and ``/debug/gangs``."""
+    app = _bare_app()
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(content=generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/debug/gangs")
+    async def debug_gangs() -> Response:
+        gangs: Sequence[Any] = [dict(gang) for gang in extender.debug_gangs()]
+        return JSONResponse({"gangs": gangs})
+
+    return app
 
 
 def create_app(
@@ -121,25 +156,32 @@ def create_app(
     registry: CollectorRegistry | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
-    """Build the app. ``registry`` receives the app's own metrics and is what ``/metrics`` serves; pass the one
-    the extender registered its metrics in (a fresh one per app by default, never the process-global one)."""
+    """The verbs and the probes. ``registry`` receives the app's own metrics; hand the same one to
+    ``create_debug_app`` (a fresh one per app by default, never the process-global one)."""
     registry = registry if registry is not None else CollectorRegistry()
     metrics = _Metrics(registry)
-    app = FastAPI(title="grove-extender", docs_url=None, redoc_url=None, openapi_url=None)
+    bodies = BodyDecoder(max_bytes=max_body_bytes)
+    app = _bare_app()
 
     def endpoint(verb: _Verb) -> Callable[[Request], Awaitable[Response]]:
         latency = metrics.latency.labels(verb.name)
         rejected = metrics.rejected.labels(verb.name, "bad_request")
         failed = metrics.rejected.labels(verb.name, "internal")
+        gone = metrics.rejected.labels(verb.name, "client_gone")
 
         async def serve(request: Request) -> Response:
             started = time.perf_counter()
             try:
-                args = _decode(verb.model, await _read_body(request, max_body_bytes), verb.name)
-            except _BadRequest as bad:
+                args = await bodies.decode(verb.model, await bodies.read(request), verb.name)
+            except BadRequest as bad:
                 rejected.inc()
                 log.info("rejected request verb=%s status=%d reason=%s", verb.name, bad.status, bad.message)
                 return JSONResponse({"Error": bad.message}, status_code=bad.status)
+            except ClientGone:
+                # Nobody is left to answer: an aborted upload is the client's business, not an error of ours.
+                gone.inc()
+                log.info("client went away before its body arrived verb=%s", verb.name)
+                return Response(status_code=400)
             try:
                 reply = await verb.call(args)
             except Exception as err:
@@ -167,31 +209,5 @@ def create_app(
         # Plain routes, not FastAPI operations: the body is decoded here, so FastAPI's dependency and validation
         # machinery would only add time to kube-scheduler's critical path.
         app.add_route(f"/{verb.name}", endpoint(verb), methods=["POST"])
-
-    @app.get("/healthz")
-    async def healthz() -> Response:
-        ok = extender.healthy()
-        return JSONResponse({"healthy": ok}, status_code=200 if ok else 503)
-
-    @app.get("/readyz")
-    async def readyz() -> Response:
-        ok = extender.ready()
-        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
-
-    @app.get("/metrics")
-    async def metrics_endpoint() -> Response:
-        return Response(content=generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    @app.get("/debug/gangs")
-    async def debug_gangs() -> Response:
-        gangs: Sequence[Any] = [dict(gang) for gang in extender.debug_gangs()]
-        return JSONResponse({"gangs": gangs})
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, err: Exception) -> Response:
-        # Last line of defence for failures outside a verb's own guard (routing, probes): log, answer in the
-        # wire format's shape, never an HTML 500 page.
-        log.exception("unhandled error path=%s", request.url.path)
-        return JSONResponse({"Error": f"grove-extender: internal error: {type(err).__name__}"}, status_code=503)
-
+    _add_probes(app, extender)
     return app

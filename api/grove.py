@@ -10,13 +10,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    model_serializer,
+)
 
 __all__ = [
     "GANG_GATE",
     "GROVE_GROUP",
     "LABEL_PODGANG",
+    "MAX_GROUP_PODS",
     "SCHEDULER_GROUP",
+    "AutoScalingConfig",
     "ClusterTopologyBinding",
     "GroveMeta",
     "NamespacedName",
@@ -38,6 +48,10 @@ SCHEDULER_GROUP = "scheduler.grove.io"
 GROVE_GROUP = "grove.io"
 LABEL_PODGANG = "grove.io/podgang"
 GANG_GATE = "grove.io/podgang-pending-creation"
+
+MAX_GROUP_PODS = 10_000
+"""The most pods one PodGroup may reference or guarantee. Grove's CRD sets no maximum, but a group beyond this is a
+typo (``minReplicas: 1000000000``) that would otherwise be accepted and wait forever."""
 
 
 class _Kept(BaseModel):
@@ -107,8 +121,9 @@ class PodGroup(_Kept):
     _always_written: ClassVar[frozenset[str]] = frozenset({"podReferences"})  # required by the CRD
 
     name: str
-    podReferences: list[NamespacedName] = Field(default_factory=list)
-    minReplicas: int = Field(ge=0)
+    podReferences: list[NamespacedName] = Field(default_factory=list, max_length=MAX_GROUP_PODS)
+    # Strict: the API server stores an integer, and ``true`` read as 1 would hide a hand-editing mistake.
+    minReplicas: int = Field(ge=0, le=MAX_GROUP_PODS, strict=True)
     topologyConstraint: PodGangTopologyConstraint | None = None
 
 
@@ -178,13 +193,24 @@ class TopologyConstraint(_Kept):
     packDomain: str | None = None  # deprecated: treated as pack.required
 
 
+class AutoScalingConfig(_Kept):
+    """A clique's ``autoScalingConfig`` or a group's ``scaleConfig``: the HPA's bounds and metrics (autoscaling/v2
+    ``MetricSpec`` objects, kept as they are)."""
+
+    minReplicas: StrictInt | None = None
+    maxReplicas: StrictInt
+    metrics: list[dict[str, Any]] | None = None
+
+
+# Counts are StrictInt: `replicas: true` or "3" is a mistake to name, not a 1 or a 3 to guess (the API server's
+# schema refuses them too).
 class PodCliqueSpec(_Kept):
     roleName: str = ""
     podSpec: dict[str, Any] = Field(default_factory=dict)
-    replicas: int = 0
-    minAvailable: int | None = None
+    replicas: StrictInt = 0
+    minAvailable: StrictInt | None = None
     startsAfter: list[str] = Field(default_factory=list)
-    autoScalingConfig: dict[str, Any] | None = None
+    autoScalingConfig: AutoScalingConfig | None = None
 
 
 class PodCliqueTemplate(_Kept):
@@ -198,9 +224,9 @@ class PodCliqueTemplate(_Kept):
 class PodCliqueScalingGroupConfig(_Kept):
     name: str
     cliqueNames: list[str] = Field(default_factory=list)
-    replicas: int | None = None
-    minAvailable: int | None = None
-    scaleConfig: dict[str, Any] | None = None
+    replicas: StrictInt | None = None
+    minAvailable: StrictInt | None = None
+    scaleConfig: AutoScalingConfig | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
 
@@ -216,7 +242,7 @@ class PodCliqueSetTemplate(_Kept):
 
 
 class PodCliqueSetSpec(_Kept):
-    replicas: int = 0
+    replicas: StrictInt = 0
     updateStrategy: dict[str, Any] | None = None
     template: PodCliqueSetTemplate
 

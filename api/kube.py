@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from api.quantity import QuantityError, parse_quantity, resource_units
+from api.quantity import QuantityError, check_units, resource_units
 
 __all__ = [
     "Container",
@@ -26,6 +26,7 @@ __all__ = [
     "ResourceVector",
     "Taint",
     "Toleration",
+    "unusable_node",
 ]
 
 ResourceVector = dict[str, int]
@@ -45,14 +46,15 @@ def _check_quantities(value: Any) -> Any:
         return value  # not a map: pydantic's own dict check names the field
     for name, raw in value.items():
         try:
-            parse_quantity(raw)
+            check_units(str(name), raw)
         except QuantityError as err:
             raise ValueError(f"{name}: {err}") from None
     return value
 
 
 Quantities = Annotated[dict[str, Any], BeforeValidator(_check_quantities)]
-"""A ``{resource: quantity}`` map whose every value is checked to parse, so errors name the resource."""
+"""A ``{resource: quantity}`` map whose every value is checked to parse and to lie between 0 and the resource's
+sane maximum (``api.quantity.check_units``), so errors name the resource and nothing downstream can overflow."""
 
 
 def _units(quantities: dict[str, Any]) -> ResourceVector:
@@ -271,3 +273,14 @@ class NodeList(_Model):
     @classmethod
     def _none_is_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value
+
+
+def unusable_node(raw: Any) -> Node | None:
+    """A stand-in for a Node object that does not validate (a kubelet or device plugin reporting
+    ``nvidia.com/gpu: 1e40``): the name alone, cordoned and without capacity, so the node stays known for the pods
+    bound to it while nothing is planned there. ``None`` when not even a name can be read."""
+    metadata = raw.get("metadata") if isinstance(raw, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    return Node(metadata=ObjectMeta(name=name), spec=_NodeSpec(unschedulable=True))

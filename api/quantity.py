@@ -4,6 +4,11 @@ A quantity is ``<signed number><suffix>`` where the suffix is a binary SI (``Ki`
 (``n``, ``u``, ``m``, ``k``, ``M``..``E``) or a decimal exponent (``e3``, ``E-2``). We keep exact fractions so
 ``0.1`` CPU and ``100m`` compare equal, and convert to integers only at the edge, rounding up like
 kube-scheduler does (``MilliValue`` for CPU, ``Value`` for everything else).
+
+Amounts are also bounded (``check_units``): never negative, never beyond a 64-bit integer (apimachinery's own
+limit, and numpy's and CP-SAT's), and never beyond a sane maximum per resource, so that one absurd value in a request
+or on a node (``nvidia.com/gpu: 1e40``, set by a broken device plugin) is refused with its name instead of
+overflowing the planner.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["QuantityError", "parse_quantity", "resource_units"]
+__all__ = ["INT64_MAX", "QuantityError", "check_units", "maximum_units", "parse_quantity", "resource_units"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -37,6 +42,19 @@ _MAX_EXPONENT = 40  # apimachinery caps values at int64 anyway (~9.2e18)
 
 # Resources kube-scheduler counts in thousandths; everything else is a whole count.
 _MILLI_RESOURCES = frozenset({"cpu"})
+
+INT64_MAX = 2**63 - 1
+
+# Sane maxima in the units ``resource_units`` returns, each orders of magnitude above any real machine yet small
+# enough that sums over a 10,000-node cluster (domain bounds, CP-SAT capacity rows) stay inside 64 bits.
+_MAXIMA = {
+    "cpu": 10**9,  # millicores: a million cores (the largest machines have about 2,000)
+    "memory": 2**48,  # 256 TiB (the largest single machines have 32 TiB)
+    "pods": 10**6,  # kubelet's max-pods defaults to 110
+    # 8–16 devices per node; time-slicing or MPS advertises up to 48 replicas of each.
+    "nvidia.com/gpu": 4096,
+}
+_DEFAULT_MAXIMUM = 2**49  # ephemeral-storage, hugepages-*, extended resources: 512 Ti of whatever they count
 
 
 class QuantityError(ValueError):
@@ -98,3 +116,22 @@ def resource_units(resource: str, value: str | int | float) -> int:
 def _units_of_text(milli: bool, value: str) -> int:
     quantity = _parse_text(value)
     return math.ceil(quantity * 1000 if milli else quantity)
+
+
+def maximum_units(resource: str) -> int:
+    """The largest amount of ``resource`` (in ``resource_units``) a request or a node may carry."""
+    return _MAXIMA.get(resource, _DEFAULT_MAXIMUM)
+
+
+def check_units(resource: str, value: str | int | float) -> int:
+    """``resource_units``, refusing a negative amount or one above ``maximum_units`` with a ``QuantityError``."""
+    units = resource_units(resource, value)
+    if units < 0:
+        raise QuantityError(f"{value!r} is negative; requests and capacities are never below 0")
+    if units > INT64_MAX:
+        raise QuantityError(f"{value!r} is beyond a 64-bit integer, Kubernetes' own limit for a quantity")
+    limit = maximum_units(resource)
+    if units > limit:
+        unit = "millicores" if resource in _MILLI_RESOURCES else "units"
+        raise QuantityError(f"{value!r} is above the sane maximum for {resource} ({limit} {unit})")
+    return units

@@ -155,8 +155,7 @@ def run(path: Path) -> None:
         print(f"  {name:<15} {elapsed:7.2f} s")
     print(f"  {'total':<15} {total:7.2f} s")
     snapshot: Snapshot = state["snapshot"]
-    graph_nodes = state["topology"].graph.number_of_nodes()
-    print(f"  ({len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods, {graph_nodes} graph nodes)")
+    print(f"  ({len(snapshot.nodes)} nodes, {len(snapshot.pods)} pods)")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"  peak RSS (ru_maxrss)           {rss / 1024:8.1f} MiB  (before tracemalloc, whose bookkeeping adds more)")
     state.clear()

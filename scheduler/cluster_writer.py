@@ -18,7 +18,12 @@ __all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "RecordedEvent",
 
 class WriteError(Exception):
     """A write the API server refused. The message is shown to users: kube-scheduler copies a bind error into the
-    pod's ``FailedScheduling`` event."""
+    pod's ``FailedScheduling`` event. ``status`` is the API server's HTTP status when it answered (404: the object
+    is gone; 409: a conflict, e.g. the pod was re-created or bound meanwhile), None when it did not."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ClusterWriter(Protocol):
@@ -73,10 +78,8 @@ class RecordedEvent:
 
 class InMemoryClusterWriter:
     """Records every write and, when given a store, applies it there as the API server plus a watch would:
-    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang.
-
-    ``refuse_binds`` holds ``namespace/name`` keys whose bind is refused, to exercise failure paths.
-    """
+    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang. Refuses a bind as the API server
+    does: 404 for a pod that does not exist, 409 for another UID or a pod already bound."""
 
     inline = True  # memory only: safe (and cheaper) to call on the event loop
 
@@ -86,21 +89,20 @@ class InMemoryClusterWriter:
         self.bindings: list[Binding] = []
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.events: list[RecordedEvent] = []
-        self.refuse_binds: set[str] = set()
 
     def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         key = f"{namespace}/{name}"
-        if key in self.refuse_binds:
-            raise WriteError(f"binding {key} to {node} refused")
         with self._lock:
             if self._store is not None:
                 pod = self._store.pod(key)
-                if pod is None or (uid and pod.metadata.uid and pod.metadata.uid != uid):
-                    raise WriteError(f'pods "{name}" not found in namespace {namespace}')
+                if pod is None:
+                    raise WriteError(f'pods "{name}" not found in namespace {namespace}', status=404)
+                if uid and pod.metadata.uid and pod.metadata.uid != uid:
+                    raise WriteError(f"pod {key}: precondition failed: UID {uid}, found {pod.metadata.uid}", status=409)
                 if pod.spec.nodeName:
-                    raise WriteError(f'pod {key} is already assigned to node "{pod.spec.nodeName}"')
+                    raise WriteError(f'pod {key} is already assigned to node "{pod.spec.nodeName}"', status=409)
                 if self._store.node(node) is None:
-                    raise WriteError(f'node "{node}" not found')
+                    raise WriteError(f'node "{node}" not found', status=404)
                 bound = pod.model_copy(update={"spec": pod.spec.model_copy(update={"nodeName": node})})
                 self._store.apply("Pod", "MODIFIED", bound)
             self.bindings.append(Binding(namespace=namespace, name=name, uid=uid, node=node))

@@ -4,6 +4,11 @@ optionally, PodCliqueSets and a Grove ClusterTopologyBinding.
 ``kubectl get nodes,pods,podgangs -A -o json`` is a snapshot. Loading validates every item and fails on the first
 bad one with its position, kind, name and the field at fault, because a snapshot that loads half-way would make
 a replay or a plan silently wrong.
+
+A snapshot is input from anyone (attached to an issue, hand-edited), so loading is bounded: at most
+``MAX_SNAPSHOT_BYTES`` are read or decompressed (a gzip bomb stops there), nesting beyond what the parsers'
+recursion allows is an error, YAML aliases are refused (a "billion laughs" document expands exponentially in
+whatever walks it), and the Grove objects, which keep fields we do not model, may nest at most ``MAX_DEPTH`` deep.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import os
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +30,25 @@ from pydantic import BaseModel, ValidationError
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodGang
 from api.kube import Node, Pod
 
-__all__ = ["Snapshot", "SnapshotError", "dump_snapshot", "gc_paused", "load_snapshot", "parse_snapshot"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SNAPSHOT_BYTES",
+    "Snapshot",
+    "SnapshotError",
+    "dump_snapshot",
+    "gc_paused",
+    "load_snapshot",
+    "parse_snapshot",
+]
+
+MAX_SNAPSHOT_BYTES = 1 << 30
+"""Largest snapshot read, after decompression, unless ``GROVE_EXTENDER_MAX_SNAPSHOT_BYTES`` says otherwise: 1 GiB
+(a 10,000-node, 100,000-pod dump from ``record`` is a few hundred MB; a raw ``kubectl get -o json`` of such a
+cluster can be more). Loading takes about ten times the file's size in memory."""
+_LIMIT_VARIABLE = "GROVE_EXTENDER_MAX_SNAPSHOT_BYTES"
+
+MAX_DEPTH = 64
+"""Deepest nesting of a Grove object (a PodCliqueSet's pod template is about 15 deep)."""
 
 _KINDS: dict[str, type[BaseModel]] = {
     "Node": Node,
@@ -35,7 +60,11 @@ _KINDS: dict[str, type[BaseModel]] = {
 
 
 class SnapshotError(ValueError):
-    """A snapshot that cannot be used; the message names the item and the field."""
+    """A snapshot that cannot be used; the message names the item and the field, on one line (the parsers' own
+    messages span several, and every command prints it as one line to stderr)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
 
 
 @dataclass
@@ -95,6 +124,8 @@ def parse_snapshot(document: Any, *, consume: bool = False) -> Snapshot:
         if model is None:
             snapshot.ignored_kinds[str(kind)] = snapshot.ignored_kinds.get(str(kind), 0) + 1
             continue
+        if model in _KEEPS_UNKNOWN_FIELDS and (where := _too_deep(item)) is not None:
+            raise SnapshotError(f"snapshot: {_describe(index, item)}: {where}: nested deeper than {MAX_DEPTH} levels")
         try:
             buckets[str(kind)].append(model.model_validate(item))
         except ValidationError as err:
@@ -103,6 +134,25 @@ def parse_snapshot(document: Any, *, consume: bool = False) -> Snapshot:
             items[index] = None
     _check_references(snapshot)
     return snapshot
+
+
+# Node and Pod drop what they do not model; the Grove kinds keep it, so only their depth can reach later code.
+_KEEPS_UNKNOWN_FIELDS = frozenset({PodGang, PodCliqueSet, ClusterTopologyBinding})
+
+
+def _too_deep(item: Mapping[str, Any]) -> str | None:
+    """The path of the first value nested deeper than ``MAX_DEPTH``, or ``None``; iterative, so it cannot recurse."""
+    stack: list[tuple[Any, int, str]] = [(item, 0, "")]
+    while stack:
+        value, depth, path = stack.pop()
+        if depth > MAX_DEPTH:
+            where = path.lstrip(".") or "item"
+            return where if len(where) < 80 else where[:80] + "…"
+        if isinstance(value, Mapping):
+            stack.extend((child, depth + 1, f"{path}.{key}") for key, child in value.items())
+        elif isinstance(value, list):
+            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(value))
+    return None
 
 
 def _check_references(snapshot: Snapshot) -> None:
@@ -120,19 +170,51 @@ def _check_references(snapshot: Snapshot) -> None:
             )
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases: kubectl never writes them, and a few nested ones make a document
+    that is small on disk expand exponentially in any code that walks it."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.YAMLError(f"YAML aliases (*{event.anchor}) are not allowed in a snapshot {event.start_mark}")
+        return super().compose_node(parent, index)
+
+
+def _read(path: Path, source: str, limit: int) -> bytes:
+    """The file's bytes, gunzipped when they start with gzip's magic; never more than ``limit`` of them."""
+    try:
+        with path.open("rb") as raw:
+            gzipped = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw) if gzipped else raw
+            data = stream.read(limit + 1)  # streamed: a bomb is stopped after limit bytes, not after all of them
+    except (EOFError, zlib.error) as err:
+        raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
+    except OSError as err:
+        if isinstance(err, gzip.BadGzipFile) or err.strerror is None:
+            raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
+        raise SnapshotError(f"snapshot {source}: {err.strerror}") from None
+    if len(data) > limit:
+        what = "decompresses to" if gzipped else "is"
+        raise SnapshotError(f"snapshot {source}: {what} more than {limit} bytes ({_LIMIT_VARIABLE} raises the limit)")
+    return data
+
+
 def _decode(raw: bytes, source: str) -> Any:
     try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
         text = raw.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
     stripped = text.lstrip()
     try:
         if stripped.startswith("{") or stripped.startswith("["):
             return json.loads(text)
-        return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        return yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader that also refuses aliases
+    except RecursionError:
+        raise SnapshotError(f"snapshot {source}: nested too deeply to parse") from None
+    except (ValueError, yaml.YAMLError) as err:
+        # ValueError covers JSONDecodeError and integers longer than Python's 4,300-digit conversion limit.
         raise SnapshotError(f"snapshot {source}: not valid JSON or YAML: {err}") from None
 
 
@@ -153,17 +235,30 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_snapshot(path: str | Path) -> Snapshot:
-    """Read a snapshot file; gzip is recognised by its magic bytes, YAML vs JSON by the first character."""
+def _limit() -> int:
+    text = os.environ.get(_LIMIT_VARIABLE)
+    if text is None:
+        return MAX_SNAPSHOT_BYTES
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise SnapshotError(f"{_LIMIT_VARIABLE}={text!r}: expected a positive number of bytes")
+    return int(text)
+
+
+def load_snapshot(path: str | Path, *, max_bytes: int | None = None) -> Snapshot:
+    """Read a snapshot file; gzip is recognised by its magic bytes, YAML vs JSON by the first character.
+
+    Reads at most ``max_bytes`` (default ``MAX_SNAPSHOT_BYTES``) after decompression; anything wrong with the file,
+    including running out of memory on it, is a ``SnapshotError``.
+    """
     source = str(path)
+    raw = _read(Path(path), source, _limit() if max_bytes is None else max_bytes)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as err:
-        raise SnapshotError(f"snapshot {source}: {err.strerror}") from None
-    with gc_paused():
-        document = _decode(raw, source)
-        del raw  # the file's bytes are dead weight at the peak
-        return parse_snapshot(document, consume=True)
+        with gc_paused():
+            document = _decode(raw, source)
+            del raw  # the file's bytes are dead weight at the peak
+            return parse_snapshot(document, consume=True)
+    except MemoryError:
+        raise SnapshotError(f"snapshot {source}: does not fit in this process's memory") from None
 
 
 def dump_snapshot(items: Iterable[Mapping[str, Any]], path: str | Path) -> None:

@@ -1,7 +1,7 @@
 """Helpers for the extender tests: a small cluster builder, an app over a store, and an async HTTP client.
 
-Plans go through the real ``placement.solve``: these tests check the coordinator's rules (pinning, barrier,
-reservations, re-plans) on whatever placement it returns, never a particular objective value.
+Plans go through the real ``placement.solve``: these tests check the coordinator's rules (pinning, ready members,
+the release, reservations, re-plans) on whatever placement it returns, never a particular objective value.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from api.grove import PodGang
 from api.kube import Node, Pod
 from placement import solve
 from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import Coordinator, CoordinatorConfig, Solver
+from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
 from scheduler.leadership import Leadership
 from scheduler.snapshot import Snapshot
 from scheduler.state import ClusterStore, load_snapshot_into
@@ -115,8 +115,8 @@ def gang(
 
 
 class FakeClock:
-    """The coordinator's monotonic clock, moved by hand. Its ``sleep`` is the bind barrier's timer in harnesses built
-    with ``fake_time=True``: a barrier then times out when the test ``advance``s past its deadline, never because
+    """The coordinator's monotonic clock, moved by hand. Its ``sleep`` is the coordinator's timer in harnesses built
+    with ``fake_time=True``: a bind call's wait then ends when the test ``advance``s past its deadline, never because
     the machine was slow."""
 
     def __init__(self) -> None:
@@ -149,7 +149,8 @@ class FakeClock:
 
     async def until_sleeping(self, count: int) -> None:
         """Wait (on real time, generously: it is waiting for something that will happen) until ``count`` sleepers
-        are parked, e.g. bind calls at the barrier. Plans may be solved in worker threads, hence not just yielding."""
+        are parked, e.g. bind calls waiting for their gang. Plans may be solved in worker threads, hence not just
+        yielding."""
         deadline = time.monotonic() + PATIENCE_SECONDS
         while len(self._sleepers) < count:
             assert time.monotonic() < deadline, f"{len(self._sleepers)} of {count} sleepers after {PATIENCE_SECONDS}s"
@@ -172,13 +173,17 @@ class Harness:
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://extender")
 
+    def background(self) -> int:
+        """Do what the background worker thread would do now (plans ahead, PodGang status, expiry)."""
+        return BackgroundWorker(self.coordinator).run_once()
+
 
 def harness(
     *,
     nodes: Iterable[Node],
     pods: Iterable[Pod] = (),
     podgangs: Iterable[PodGang] = (),
-    barrier_timeout: float = 2.0,
+    bind_wait: float = 2.0,
     fake_time: bool = False,
     solver: Solver | None = None,
     store: ClusterStore | None = None,
@@ -193,18 +198,18 @@ def harness(
         store=store,
         writer=writer,
         solver=solver or solve,
-        config=CoordinatorConfig(barrier_timeout_seconds=barrier_timeout),
+        config=CoordinatorConfig(bind_wait_seconds=bind_wait),
         leadership=leadership,
         clock=clock,
-        # Real time by default: fuzz and property tests only need a barrier that eventually gives up.
-        barrier_timer=clock.sleep if fake_time else asyncio.sleep,
+        # Real time by default: fuzz and property tests only need a wait that eventually ends.
+        timer=clock.sleep if fake_time else asyncio.sleep,
     )
     app = create_app(coordinator, registry=coordinator.registry)
     return Harness(store=store, writer=writer, coordinator=coordinator, app=app, clock=clock)
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:
-    """Run a test's coroutine; one that hangs (a bind held at a barrier nobody releases) fails instead."""
+    """Run a test's coroutine; one that hangs (a bind call nobody answers) fails instead."""
 
     async def bounded() -> T:
         return await asyncio.wait_for(main(), PATIENCE_SECONDS)

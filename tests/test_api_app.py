@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from pydantic import BaseModel, field_validator
 
-from api.app import create_app
+from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
+from api.body import BodyDecoder
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -57,6 +63,8 @@ class EchoExtender:
         return ExtenderPreemptionResult()
 
     def healthy(self) -> bool:
+        if self.fail:
+            raise RuntimeError("probe boom")
         return True
 
     def ready(self) -> bool:
@@ -72,8 +80,18 @@ def echo() -> EchoExtender:
 
 
 @pytest.fixture
-def client(echo: EchoExtender) -> SyncClient:
-    return SyncClient(create_app(echo, max_body_bytes=4096))
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def client(echo: EchoExtender, registry: CollectorRegistry) -> SyncClient:
+    return SyncClient(create_app(echo, registry=registry, max_body_bytes=4096))
+
+
+@pytest.fixture
+def debug(echo: EchoExtender, registry: CollectorRegistry) -> SyncClient:
+    return SyncClient(create_debug_app(echo, registry=registry))
 
 
 def test_filter_answers_in_the_mode_it_was_asked(client: SyncClient) -> None:
@@ -109,7 +127,20 @@ def test_bad_requests_are_4xx_naming_the_problem(
     assert echo.calls == []
 
 
-def test_an_extender_failure_is_a_200_with_error_never_a_500(client: SyncClient, echo: EchoExtender) -> None:
+def test_the_default_limit_fits_node_names_mode_and_refuses_a_big_node_list(echo: EchoExtender) -> None:
+    client = SyncClient(create_app(echo))  # the default limit
+    # Node-names mode for 20,000 nodes: a Pod and 20,000 names of ~30 characters, about 650 KB.
+    names = [f"gpu-node-{i:05d}.rack-{i // 18:04d}" for i in range(20_000)]
+    assert client.post("/filter", json={"Pod": POD, "NodeNames": names}).status_code == 200
+    # NodeList mode for 4,000 nodes of ~6 KB each (a real node): refused unread, with the limit named.
+    node_list = b'{"Pod": {}, "Nodes": {"items": [' + b" " * (24 << 20) + b"]}}"
+    reply = client.post("/filter", content=node_list, headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and str(DEFAULT_MAX_BODY_BYTES) in reply.json()["Error"]
+
+
+def test_an_extender_failure_is_a_200_with_error_never_a_500(
+    client: SyncClient, debug: SyncClient, echo: EchoExtender
+) -> None:
     echo.fail = True
     assert "boom" in client.post("/filter", json={"Pod": POD, "NodeNames": ["a"]}).json()["Error"]
     assert (
@@ -118,25 +149,52 @@ def test_an_extender_failure_is_a_200_with_error_never_a_500(client: SyncClient,
     )
     assert client.post("/prioritize", json={"Pod": POD, "NodeNames": ["a"]}).json() == []
     assert client.post("/preempt", json={"Pod": POD}).json() == {"NodeNameToMetaVictims": {}}
-    metrics = client.get("/metrics").text
+    metrics = debug.get("/metrics").text
     assert 'grove_extender_requests_rejected_total{cause="internal",verb="filter"} 1.0' in metrics
 
 
-def test_probes_metrics_and_debug(client: SyncClient, echo: EchoExtender) -> None:
-    assert client.get("/healthz").status_code == 200
-    assert client.get("/readyz").status_code == 200
+def test_a_failure_outside_the_verbs_is_answered_and_logged_once(
+    echo: EchoExtender, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The test client re-raises whatever escapes the app, as uvicorn would log it a second time: nothing may escape.
+    echo.fail = True
+    reply = SyncClient(create_probe_app(echo)).get("/healthz")
+    assert reply.status_code == 503 and reply.json() == {"Error": "grove-extender: internal error: RuntimeError"}
+    assert [r.levelname for r in caplog.records if r.exc_info] == ["ERROR"]
+
+
+def test_probes_metrics_and_debug(client: SyncClient, debug: SyncClient, echo: EchoExtender) -> None:
+    probes = SyncClient(create_probe_app(echo))
+    for app in (client, probes):
+        assert app.get("/healthz").status_code == 200
+        assert app.get("/readyz").status_code == 200
     echo.is_ready = False
-    assert client.get("/readyz").status_code == 503
+    assert client.get("/readyz").status_code == 503 and probes.get("/readyz").status_code == 503
     client.post("/filter", json={"Pod": POD, "NodeNames": ["a"]})
-    assert 'grove_extender_request_seconds_count{verb="filter"} 1.0' in client.get("/metrics").text
-    assert client.get("/debug/gangs").json() == {"gangs": [{"gang": "default/g", "state": "Planned"}]}
+    assert 'grove_extender_request_seconds_count{verb="filter"} 1.0' in debug.get("/metrics").text
+    assert debug.get("/debug/gangs").json() == {"gangs": [{"gang": "default/g", "state": "Planned"}]}
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/debug/gangs"])
+def test_what_the_extender_knows_is_not_on_the_verb_or_probe_port(echo: EchoExtender, path: str) -> None:
+    for app in (create_app(echo), create_probe_app(echo)):
+        assert SyncClient(app).get(path).status_code == 404
+
+
+def test_the_probe_port_serves_no_verb(echo: EchoExtender) -> None:
+    reply = SyncClient(create_probe_app(echo)).post("/filter", json={"Pod": POD, "NodeNames": ["a"]})
+    assert reply.status_code in (404, 405) and echo.calls == []
 
 
 def test_each_app_has_its_own_registry(echo: EchoExtender) -> None:
-    first, second = SyncClient(create_app(echo)), SyncClient(create_app(echo))
+    first_registry, second_registry = CollectorRegistry(), CollectorRegistry()
+    first = SyncClient(create_app(echo, registry=first_registry))
+    create_app(echo, registry=second_registry)
     first.post("/filter", json={"Pod": POD, "NodeNames": ["a"]})
-    assert 'grove_extender_request_seconds_count{verb="filter"} 1.0' in first.get("/metrics").text
-    assert 'grove_extender_request_seconds_count{verb="filter"} 0.0' in second.get("/metrics").text
+    first_metrics = SyncClient(create_debug_app(echo, registry=first_registry)).get("/metrics").text
+    second_metrics = SyncClient(create_debug_app(echo, registry=second_registry)).get("/metrics").text
+    assert 'grove_extender_request_seconds_count{verb="filter"} 1.0' in first_metrics
+    assert 'grove_extender_request_seconds_count{verb="filter"} 0.0' in second_metrics
 
 
 # --- fuzzing the real coordinator: whatever arrives, never a 500 -------------------------------------------------
@@ -167,9 +225,30 @@ _bodies = st.one_of(
 _fuzz_target = harness(
     nodes=[node("a0"), node("a1")],
     pods=[pod("solo", gpus=1), pod("g-w0", gang="g", gpus=1)],
-    barrier_timeout=0.05,
+    bind_wait=0.05,
 )
 _fuzz_client = SyncClient(_fuzz_target.app)
+
+
+@pytest.mark.parametrize(
+    ("quantity", "rule"),
+    [
+        pytest.param("1e40", "64-bit", id="1e40"),
+        pytest.param("9Ei", "64-bit", id="9Ei"),
+        pytest.param("12345678901234567890", "64-bit", id="20-digits"),
+        pytest.param("5000", "sane maximum", id="5000-gpus"),
+        pytest.param("-4", "negative", id="negative"),
+    ],
+)
+def test_absurd_quantities_are_a_400_naming_the_field(quantity: str, rule: str) -> None:
+    ghost = {
+        "metadata": {"name": "ghost", "namespace": "default", "uid": "x"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": quantity}}}]},
+    }
+    reply = _fuzz_client.post("/filter", content=json.dumps({"Pod": ghost, "NodeNames": ["a0", "a1"]}))
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["Error"]
+    assert "Pod.spec.containers.0.resources.requests" in error and "nvidia.com/gpu" in error and rule in error
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -178,3 +257,48 @@ def test_fuzzed_bodies_never_yield_a_server_error(path: str, body: Any) -> None:
     reply = _fuzz_client.post(path, content=json.dumps(body))
     assert reply.status_code in (200, 400), (reply.status_code, reply.text)
     assert isinstance(reply.json(), (dict, list))
+
+
+# --- large bodies: decoded off the event loop, one at a time ------------------------------------------------------
+
+
+class _Probe(BaseModel):
+    """Records the thread each decode ran on, and how many ran at once."""
+
+    payload: str
+
+    @field_validator("payload")
+    @classmethod
+    def _record(cls, value: str) -> str:
+        with _seen_lock:
+            _running.append(1)
+            _threads.append(threading.current_thread().name)
+            _peak.append(len(_running))
+        time.sleep(0.01)
+        with _seen_lock:
+            _running.pop()
+        return value
+
+
+_seen_lock = threading.Lock()
+_running: list[int] = []
+_threads: list[str] = []
+_peak: list[int] = []
+
+
+def test_large_bodies_are_decoded_in_a_worker_thread_one_at_a_time() -> None:
+    decoder = BodyDecoder(max_bytes=1 << 20, off_loop_bytes=1024)
+    small, large = json.dumps({"payload": "x"}).encode(), json.dumps({"payload": "x" * 4096}).encode()
+
+    async def main() -> str:
+        await decoder.decode(_Probe, small, "filter")
+        loop_thread = threading.current_thread().name
+        await asyncio.gather(*(decoder.decode(_Probe, large, "filter") for _ in range(4)))
+        return loop_thread
+
+    _threads.clear()
+    _peak.clear()
+    loop_thread = asyncio.run(main())
+    assert _threads[0] == loop_thread, "a small body is decoded where it arrived"
+    assert len(_threads) == 5 and loop_thread not in _threads[1:], "large bodies never on the event loop"
+    assert max(_peak) == 1, "one large decode at a time: several would hold several copies of a cluster"

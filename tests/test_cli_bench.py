@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from benchmarks.generate.scenarios import build
 from scheduler.cli import main
 from scheduler.snapshot import dump_snapshot
 from tests.bench_data import write_mini_traces
+from tests.conftest import REPO_ROOT
 
 ISSUE_KEYS = {
     "gangsCompleted",
@@ -69,3 +72,24 @@ def test_a_gang_without_a_duration_is_refused_naming_the_annotation(
     assert main(["bench", "--snapshot", str(path), "--policy", "first-fit"]) == 2
     err = capsys.readouterr().err
     assert gang["metadata"]["name"] in err and "grove-extender/duration-seconds" in err
+
+
+def _without_matplotlib(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where importing matplotlib fails, as in the runtime image (no extra)."""
+    prelude = "import sys; sys.modules['matplotlib'] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT, check=False
+    )
+
+
+def test_the_cli_imports_without_the_bench_extra() -> None:
+    done = _without_matplotlib("import scheduler.cli\nassert sys.modules['matplotlib'] is None\nprint('ok')")
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_plot_without_the_bench_extra_says_how_to_install_it(snapshot_path: Path, tmp_path: Path) -> None:
+    argv = ["bench", "--snapshot", str(snapshot_path), "--policy", "first-fit", "--plot", str(tmp_path / "o.png")]
+    done = _without_matplotlib(f"from scheduler.cli import main\nsys.exit(main({argv!r}))")
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'grove-extender[bench]'" in done.stderr
+    assert not (tmp_path / "o.png").exists()

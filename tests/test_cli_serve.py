@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_serve_is_registered_with_its_options() -> None:
-    args = build_parser().parse_args(["serve", "--snapshot", "x.json", "--port", "9999", "--barrier-timeout", "3"])
-    assert (args.snapshot, args.port, args.barrier_timeout) == ("x.json", 9999, 3.0)
+    args = build_parser().parse_args(["serve", "--snapshot", "x.json", "--port", "9999", "--bind-wait", "3"])
+    assert (args.snapshot, args.port, args.bind_wait) == ("x.json", 9999, 3.0)
 
 
 def test_serve_refuses_a_missing_or_broken_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

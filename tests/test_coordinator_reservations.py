@@ -47,6 +47,7 @@ def test_expiry_and_release() -> None:
     assert book.release_pod("p0") == "g"  # bound: its capacity is counted by the store from now on
     assert book.reserved_on("n0") == {GPU: 4}
     book.extend("g", expires_at=20.0)
-    assert book.expire(15.0) == []
-    assert book.expire(20.0) == ["g"]
+    assert book.expired(15.0) == []
+    assert book.expired(20.0) == ["g"]  # the owner decides what to give back
+    assert book.release_gang("g")
     assert book.count() == 0 and book.reserved_on("n0") == {}

@@ -14,35 +14,9 @@ from typing import Any
 
 import pytest
 
-from api.kube import Node, NodeList, Pod
-from tests.conftest import FIXTURES as FIXTURES_ROOT
-from tests.extender_support import assert_no_overcommit, harness, podgang, run
-
-FIXTURES = FIXTURES_ROOT / "kube-scheduler-v1.36"
-MODES = ["node-list", "node-names"]
-
-
-def _recordings(mode: str) -> list[dict[str, Any]]:
-    return [json.loads(path.read_text()) for path in sorted((FIXTURES / mode).glob("*.json"))]
-
-
-def _cluster(mode: str) -> tuple[list[Node], list[Pod]]:
-    recordings = _recordings("node-list")  # the node-list recordings carry the full Node objects
-    nodes = NodeList.model_validate(recordings[0]["request"]["Nodes"]).items
-    pods: dict[str, Pod] = {}
-    for recording in _recordings(mode):
-        if recording["path"] == "/filter":
-            pod = Pod.model_validate(recording["request"]["Pod"])
-            pods.setdefault(pod.key, pod)
-    return nodes, list(pods.values())
-
-
-def _infer_gang(pods: list[Pod]) -> Any:
-    groups: dict[str, list[str]] = {}
-    for pod in pods:
-        if pod.metadata.labels.get("grove.io/podgang") == "infer-0":
-            groups.setdefault(pod.metadata.labels["grove.io/podclique"], []).append(pod.metadata.name)
-    return podgang("infer-0", {name: (members, len(members)) for name, members in groups.items()})
+from api.kube import Pod
+from tests.extender_support import assert_no_overcommit, harness, run
+from tests.recorded import FIXTURES, MODES, infer_gang, recorded_cluster, recordings
 
 
 def _check_filter(mode: str, request: dict[str, Any], reply: dict[str, Any]) -> str | None:
@@ -64,15 +38,15 @@ def _check_filter(mode: str, request: dict[str, Any], reply: dict[str, Any]) -> 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_replay_every_recorded_request(mode: str) -> None:
-    nodes, pods = _cluster(mode)
-    h = harness(nodes=nodes, pods=pods, podgangs=[_infer_gang(pods)])
+    nodes, pods = recorded_cluster(mode)
+    h = harness(nodes=nodes, pods=pods, podgangs=[infer_gang(pods)])
     by_name = {pod.metadata.name: pod for pod in pods}
 
     async def main() -> None:
         chosen: dict[str, str | None] = {}
         binds: list[asyncio.Task[Any]] = []
         async with h.client() as client:
-            for recording in _recordings(mode):
+            for recording in recordings(mode):
                 request = recording["request"]
                 path = recording["path"]
                 if path == "/bind":

@@ -22,7 +22,6 @@ from tests.extender_support import (
     pod,
     podgang,
     run,
-    until,
 )
 
 
@@ -76,13 +75,13 @@ async def _filter_then_bind(client: httpx.AsyncClient, p, names) -> dict:
 
 def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
     pods, pg = gang("g", workers=3, gpus=8)
-    # Fake time: the barrier cannot time out while the machine is slow, only when the test moves the clock.
+    # Fake time: a bind call cannot stop waiting while the machine is slow, only when the test moves the clock.
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
             first = [asyncio.create_task(_filter_then_bind(client, p, NAMES)) for p in pods[:2]]
-            await h.clock.until_sleeping(2)  # both bind calls are held at the barrier
+            await h.clock.until_sleeping(2)  # both bind calls wait for their gang
             assert not any(task.done() for task in first), "a bind answered before the gang was complete"
             assert h.writer.bindings == []
             last = await _filter_then_bind(client, pods[2], NAMES)
@@ -90,40 +89,59 @@ def test_no_bind_completes_until_every_guaranteed_member_reaches_bind() -> None:
             assert all(r == {"Error": ""} for r in results), results
             assert set(h.writer.bound_nodes()) == {p.key for p in pods}
             assert_no_overcommit(h.store)
-            # The status is written in the background, after the binds are answered.
-            await until(lambda: bool(h.writer.statuses), "PodGang status written")
+        h.background()  # the status is written by the background worker, after the binds were answered
         status = h.store.podgang("default/g").status
         assert status is not None and status.phase == "Starting"
-        assert [c.type for c in status.conditions] == ["Scheduled"]
+        assert [(c.type, c.status) for c in status.conditions] == [("Scheduled", "True")]
         assert [(e.kind, e.name, e.reason) for e in h.writer.events] == [("PodGang", "g", "Scheduled")]
+        assert h.coordinator.debug_gangs()[0]["state"] == "Bound"
 
     run(main)
 
 
-def test_barrier_time_out_binds_nothing_and_says_who_is_missing() -> None:
+def test_a_member_whose_call_stopped_waiting_stays_ready_and_is_bound_when_the_gang_completes() -> None:
     pods, pg = gang("g", workers=3, gpus=8)
-    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], barrier_timeout=2, fake_time=True)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], bind_wait=2, fake_time=True)
 
     async def main() -> None:
         async with h.client() as client:
-            # One member reaches the barrier, a second joins it a second later (fake time, whole seconds so the
-            # deadlines compare exactly); then time runs out for each in turn.
+            early = asyncio.create_task(_filter_then_bind(client, pods[0], NAMES))
+            await h.clock.until_sleeping(1)
+            h.clock.advance(2)  # its wait is over: kube-scheduler gets an answer well within its httpTimeout
+            answer = await early
+            # 1 of 3 ready: "waits for 2 more", and nothing is bound yet.
+            assert "is ready on" in answer["Error"] and "waits for 2 more: group worker 1 of 3" in answer["Error"]
+            assert h.writer.bindings == []
+            # kube-scheduler backs that pod off; it is not asked about again. The other two arrive later.
+            rest = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[1:]))
+            assert rest == [{"Error": ""}, {"Error": ""}]
+        # The release bound the early member too, although its own call had been answered.
+        assert set(h.writer.bound_nodes()) == {p.key for p in pods}
+        assert h.coordinator.metrics.bind_waits_expired._value.get() == 1
+
+    run(main)
+
+
+def test_a_ready_member_asked_about_again_is_told_to_retry_and_a_bound_one_gets_its_node() -> None:
+    pods, pg = gang("g", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], bind_wait=1, fake_time=True)
+
+    async def main() -> None:
+        async with h.client() as client:
             early = asyncio.create_task(_filter_then_bind(client, pods[0], NAMES))
             await h.clock.until_sleeping(1)
             h.clock.advance(1)
-            late = asyncio.create_task(_filter_then_bind(client, pods[1], NAMES))
-            await h.clock.until_sleeping(2)
-            h.clock.advance(1)  # the early member's deadline
-            first_out = await early
-            assert not late.done()
-            h.clock.advance(1)  # the late member's deadline
-            results = [first_out, await late]
-        for result in results:
-            assert "nothing was bound" in result["Error"], result
-        # The first to give up saw both waiting; the second saw only itself.
-        assert ["worker: 2 of 3" in r["Error"] for r in results] == [True, False], results
-        assert h.writer.bindings == []
-        assert h.coordinator.metrics.barrier_timeouts._value.get() == 2
+            await early
+            # After its backoff kube-scheduler filters the ready member again: Error (no binding cycle), not its node.
+            again = await filter_one(client, pods[0], NAMES)
+            assert again["NodeNames"] is None or again["NodeNames"] == []
+            assert "is ready on" in again["Error"]
+            assert await _filter_then_bind(client, pods[1], NAMES) == {"Error": ""}
+            # Bound now (the in-memory watch shows it): a late filter or bind for it is success, not an error.
+            node = h.writer.bound_nodes()[pods[0].key]
+            assert (await filter_one(client, pods[0], NAMES))["NodeNames"] == [node]
+            assert (await client.post("/bind", json=bind_body(pods[0], node))).json() == {"Error": ""}
+        assert len(h.writer.bindings) == 2
 
     run(main)
 
@@ -136,10 +154,9 @@ def test_best_effort_extras_bind_after_the_guarantee_without_waiting() -> None:
         async with h.client() as client:
             guaranteed = await asyncio.gather(*(_filter_then_bind(client, p, NAMES) for p in pods[:2]))
             assert guaranteed == [{"Error": ""}, {"Error": ""}]
-            waits_before = h.clock.sleeps_started
+            # The gang stands: the extra is bound by its own call, the clock never moving.
             extra = await _filter_then_bind(client, pods[2], NAMES)
             assert extra == {"Error": ""}
-            assert h.clock.sleeps_started == waits_before, "the extra waited at the barrier"
         assert len(h.writer.bindings) == 3
 
     run(main)
@@ -268,9 +285,8 @@ def test_restart_rebuilds_state_from_bound_pods_and_replans_the_rest() -> None:
                 reply = await filter_one(client, p, NAMES)
                 (chosen,) = reply["NodeNames"]
                 assert chosen not in bound_before.values()  # 8-GPU pods cannot share a node already full
-                # The guarantee (2) is met by bound members: the extra binds at once, no barrier wait.
+                # The guarantee (2) is met by bound members: the extra is bound by its own call.
                 assert (await client.post("/bind", json=bind_body(p, chosen))).json() == {"Error": ""}
-        assert again.clock.sleeps_started == 0, "an extra waited at the barrier"
         assert_no_overcommit(again.store)
 
     run(second_life)
@@ -291,7 +307,7 @@ def test_bind_for_a_node_other_than_the_plan_is_refused() -> None:
     run(main)
 
 
-def test_a_member_refused_while_others_wait_at_the_barrier_recovers_after_the_time_out() -> None:
+def test_a_member_whose_planned_node_kube_scheduler_refuses_moves_the_gang_and_the_ready_member_follows() -> None:
     # Two 8-GPU pods in one clique; domains A and B have two 8-GPU nodes each.
     pods, pg = gang("g", workers=2, gpus=8, required=CLIQUE)
     h = harness(nodes=_cluster()[:4], pods=pods, podgangs=[pg], fake_time=True)
@@ -301,25 +317,28 @@ def test_a_member_refused_while_others_wait_at_the_barrier_recovers_after_the_ti
         async with h.client() as client:
             first = (await filter_one(client, pods[0], names))["NodeNames"][0]
             waiting = asyncio.create_task(client.post("/bind", json=bind_body(pods[0], first)))
-            await h.clock.until_sleeping(1)  # the first member is held at the barrier
-            planned = h.coordinator.ledger.records["default/g"].plan[pods[1].key]
-            # kube-scheduler's own filters refuse the second member's planned node: around the waiting first
-            # member (its clique now has no other room) the gang cannot be placed.
-            refused = await filter_one(client, pods[1], [n for n in names if n != planned])
-            assert refused["NodeNames"] == []
-            assert not waiting.done(), "the first member left the barrier before its time-out"
-            h.clock.advance(h.coordinator.config.barrier_timeout_seconds)
-            assert "nothing was bound" in (await waiting).json()["Error"]
-            # After the time-out the gang is planned afresh, away from the refused node, and binds whole. Filters
-            # one after the other, as kube-scheduler calls them (its scheduling loop is sequential); binds at once.
-            chosen = [(await filter_one(client, p, names))["NodeNames"] for p in pods]
-            assert all(len(nodes) == 1 for nodes in chosen), chosen
-            binds = [client.post("/bind", json=bind_body(p, nodes[0])) for p, nodes in zip(pods, chosen, strict=True)]
+            await h.clock.until_sleeping(1)  # the first member is ready and its call waits
+            planned = h.coordinator.table.member("default/g", pods[1].key).planned
+            # kube-scheduler's own filters refuse the second member's planned node: around the ready first member
+            # (its clique has no other room) the gang cannot be placed, so it is planned afresh in the other
+            # clique, and the first member, moved, is no longer ready.
+            moved = await filter_one(client, pods[1], [n for n in names if n != planned])
+            (second_node,) = moved["NodeNames"]
+            assert h.store.node(second_node).metadata.labels[CLIQUE] != h.store.node(first).metadata.labels[CLIQUE]
+            h.clock.advance(h.coordinator.config.bind_wait_seconds)
+            assert "lost its place" in (await waiting).json()["Error"]
+            assert h.writer.bindings == []
+            # kube-scheduler retries the first member: it gets its new node, and the gang binds whole.
+            (new_first,) = (await filter_one(client, pods[0], names))["NodeNames"]
+            binds = [
+                client.post("/bind", json=bind_body(p, n)) for p, n in ((pods[0], new_first), (pods[1], second_node))
+            ]
             results = [reply.json() for reply in await asyncio.gather(*binds)]
             assert results == [{"Error": ""}, {"Error": ""}], results
         bound = h.writer.bound_nodes()
         assert planned not in bound.values()
         assert len({h.store.node(n).metadata.labels[CLIQUE] for n in bound.values()}) == 1
+        assert h.coordinator.metrics.replans.labels("node_refused")._value.get() == 1
 
     run(main)
 

@@ -26,7 +26,7 @@ def test_racing_gangs_never_overcommit_nor_half_bind(domains: int, per_domain: i
         gang(f"g{k}", workers=w, gpus=g, required=CLIQUE if packed else None) for k, (w, g, packed) in enumerate(specs)
     ]
     h = harness(
-        nodes=nodes, pods=[p for pods, _ in gangs for p in pods], podgangs=[pg for _, pg in gangs], barrier_timeout=0.05
+        nodes=nodes, pods=[p for pods, _ in gangs for p in pods], podgangs=[pg for _, pg in gangs], bind_wait=0.05
     )
     members = [p for pods, _ in gangs for p in pods]
     order.shuffle(members)

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from api.quantity import QuantityError, parse_quantity, resource_units
+from api.quantity import INT64_MAX, QuantityError, check_units, maximum_units, parse_quantity, resource_units
 
 
 @pytest.mark.parametrize(
@@ -81,3 +81,42 @@ def test_resource_units(resource: str, text: str, expected: int) -> None:
 def test_equal_quantities_in_different_spellings_agree() -> None:
     assert resource_units("cpu", "0.1") == resource_units("cpu", "100m") == 100
     assert resource_units("memory", "1Gi") == resource_units("memory", "1073741824")
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "rule"),
+    [
+        pytest.param("nvidia.com/gpu", "1e40", "64-bit", id="gpu-1e40"),
+        pytest.param("memory", "9Ei", "64-bit", id="memory-9Ei"),  # 9 × 2**60 > 2**63 - 1
+        pytest.param("cpu", "12345678901234567890", "64-bit", id="cpu-20-digits"),
+        pytest.param("cpu", "9223372036854775", "sane maximum", id="cpu-millicores-within-int64"),
+        pytest.param("nvidia.com/gpu", "4097", "sane maximum", id="gpu-just-above"),
+        pytest.param("memory", "300Ti", "sane maximum", id="memory-above-256Ti"),
+        pytest.param("example.com/widget", "1Pi", "sane maximum", id="extended-above-512Ti"),
+        pytest.param("nvidia.com/gpu", "-4", "negative", id="negative"),
+        pytest.param("cpu", -1, "negative", id="negative-number"),
+    ],
+)
+def test_amounts_beyond_a_sane_maximum_or_negative_are_refused(resource: str, value: str | int, rule: str) -> None:
+    with pytest.raises(QuantityError, match=rule):
+        check_units(resource, value)
+
+
+@pytest.mark.parametrize(
+    ("resource", "value"),
+    [
+        pytest.param("nvidia.com/gpu", "4096", id="gpu-at-maximum"),
+        pytest.param("memory", "32Ti", id="largest-machine-memory"),
+        pytest.param("cpu", "1920", id="largest-machine-cpu"),
+        pytest.param("pods", "110", id="kubelet-default-pods"),
+        pytest.param("nvidia.com/gpu", "0", id="zero"),
+    ],
+)
+def test_real_amounts_pass(resource: str, value: str) -> None:
+    assert check_units(resource, value) == resource_units(resource, value)
+
+
+def test_sums_over_a_large_cluster_stay_inside_64_bits() -> None:
+    # Domain bounds and CP-SAT capacity rows add one resource over every node: 10,000 nodes at the maximum.
+    for resource in ("cpu", "memory", "pods", "nvidia.com/gpu", "ephemeral-storage", "example.com/widget"):
+        assert maximum_units(resource) * 10_000 <= INT64_MAX, resource

@@ -50,7 +50,7 @@ def test_gangs_arrive_relative_to_the_first_pending_one_and_bound_pods_are_backg
     assert set(topology.hosts) == {"n1", "n2"}
 
 
-@pytest.mark.parametrize("duration", ["0", "-5", "soon"])
+@pytest.mark.parametrize("duration", ["0", "-5", "soon", "inf", "1e400", "nan"])
 def test_a_bad_duration_names_the_gang_and_the_annotation(duration: str) -> None:
     with pytest.raises(WorkloadError, match=rf"PodGang default/early: .*{DURATION_ANNOTATION}.*got '{duration}'"):
         load_workload(_snapshot(duration=duration))

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from api.kube import Node
 from scheduler.state import ClusterStore
+from tests.builders import make_node
 from tests.extender_support import node, pod
 
 GPU = "nvidia.com/gpu"
@@ -61,3 +65,37 @@ def test_a_failing_listener_does_not_stop_the_others() -> None:
     store.subscribe(lambda kind, event, obj: heard.append(event))
     store.apply("Node", "ADDED", node("n0"))
     assert heard == ["ADDED"]
+
+
+@pytest.mark.parametrize(
+    ("changed", "moves"),
+    [
+        pytest.param(make_node("n0").gpus(8).obj(), False, id="heartbeat-same-shape"),
+        pytest.param(make_node("n0").gpus(8).label("rack", "r2").obj(), True, id="label"),
+        pytest.param(make_node("n0").gpus(4).obj(), True, id="allocatable"),
+        pytest.param(make_node("n0").gpus(8).taint("maintenance").obj(), True, id="taint"),
+        pytest.param(make_node("n0").gpus(8).unschedulable().obj(), True, id="cordoned"),
+    ],
+)
+def test_node_version_moves_only_with_what_placement_reads(changed: Node, moves: bool) -> None:
+    store = ClusterStore()
+    store.replace("Node", [make_node("n0").gpus(8).obj()])
+    before = store.node_version
+    store.apply("Node", "MODIFIED", changed)
+    assert (store.node_version != before) is moves
+    assert store.node("n0") is changed  # the newest object is kept either way
+    assert store.allocatable_of("n0") == changed.allocatable()
+
+
+def test_node_version_moves_when_a_node_comes_or_goes() -> None:
+    store = ClusterStore()
+    store.replace("Node", [make_node("n0").gpus(8).obj()])
+    at = store.node_version
+    store.apply("Node", "ADDED", make_node("n1").gpus(8).obj())
+    assert store.node_version > at
+    at = store.node_version
+    store.apply("Node", "DELETED", make_node("n1").gpus(8).obj())
+    assert store.node_version > at
+    at = store.node_version
+    store.apply("Node", "ADDED", make_node("n1").gpus(8).obj())  # back with the same shape: still a change
+    assert store.node_version > at

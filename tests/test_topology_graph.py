@@ -99,6 +99,15 @@ def test_gpus_are_graph_nodes_in_numeric_device_order() -> None:
     assert [gpu[1] for gpu in topology.gpus("big")] == [f"big/{i}" for i in range(16)]
     assert topology.gpus("cpu-only") == []
     assert all(topology.graph.nodes[gpu]["kind"] == "gpu" for gpu in topology.gpus("big"))
+    assert set(topology.graph.successors(("host", "big"))) == set(topology.gpus("big"))
+
+
+def test_the_graph_is_built_only_when_asked_for() -> None:
+    # Placement reads flat paths; a vertex per GPU cost 0.6 s of a 10,000-node build that no plan used.
+    topology = Topology([host("a", clique="c0"), host("b", clique="c0")])
+    assert topology.distance("a", "b") == 1 and topology.domains("nvlink") == {"c0": ("a", "b")}
+    assert "graph" not in vars(topology)
+    assert topology.graph.number_of_nodes() == 1 + 1 + 2 + 8  # cluster, clique c0, two hosts, 4 GPUs each
 
 
 def test_topograph_v1_tiers_are_discovered_broad_first_and_sit_above_nvlink() -> None:

@@ -4,6 +4,10 @@ Shape: a root ``cluster`` node, then one graph node per domain at each active le
 host, then one per GPU under its host. Edges point from parent to child. A node missing a level's label sits in
 that level's ``UNKNOWN`` domain, so partial labelling degrades placement quality, never correctness.
 
+The queries below read flat per-node paths, not the graph: the graph (a vertex per GPU, hundreds of thousands at
+10,000 nodes) is built only when something asks for ``graph``, which no placement path does today; it is there
+for sub-node packing to grow into.
+
 Domain ids are ``(level_name, value)`` tuples. Values are global per level, as label values are: two racks with
 the same ``nvidia.com/gpu.clique`` value are one NVLink domain wherever they hang, which is what a ``required``
 pack constraint on that key means.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 
@@ -25,6 +30,10 @@ ROOT = ("cluster", "")
 UNKNOWN = "<unknown>"
 
 DomainId = tuple[str, str]
+
+
+def _gpu_id(node: str, index: int) -> DomainId:
+    return ("gpu", f"{node}/{index}")
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,11 @@ class Topology:
         for name, path in self._path.items():
             for level, value in zip(self.levels, path, strict=True):
                 self._members[level.name].setdefault(value, []).append(name)
-        self.graph = self._build_graph()
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The hierarchy as a networkx graph, GPUs included; built on first use (see the module docstring)."""
+        return self._build_graph()
 
     def _value(self, host: HostSpec, level: Level) -> str:
         value = level.value_of(host.labels)
@@ -78,7 +91,7 @@ class Topology:
             graph.add_node(host_id, kind="host", labels=dict(host.labels), allocatable=dict(host.allocatable))
             graph.add_edge(parent, host_id)
             for index in range(host.allocatable.get(GPU_RESOURCE, 0)):
-                gpu = ("gpu", f"{name}/{index}")
+                gpu = _gpu_id(name, index)
                 graph.add_node(gpu, kind="gpu", index=index)
                 graph.add_edge(host_id, gpu)
         return graph
@@ -99,14 +112,9 @@ class Topology:
         """Every domain at ``level`` with its member nodes."""
         return {value: tuple(nodes) for value, nodes in self._members[level].items()}
 
-    def nodes_in(self, level: str, domain: str) -> tuple[str, ...]:
-        return tuple(self._members[level].get(domain, ()))
-
     def gpus(self, node: str) -> list[DomainId]:
         """The GPU graph nodes of a host, in device-index order (numeric: GPU 10 comes after GPU 9)."""
-        host_id = (self.levels[-1].name, node)
-        children = [c for c in self.graph.successors(host_id) if c[0] == "gpu"]
-        return sorted(children, key=lambda c: int(self.graph.nodes[c]["index"]))
+        return [_gpu_id(node, index) for index in range(self.hosts[node].allocatable.get(GPU_RESOURCE, 0))]
 
     def free_per_domain(
         self, level: str, free: Mapping[str, Mapping[str, int]], resource: str = GPU_RESOURCE

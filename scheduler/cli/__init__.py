@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 
 from . import (
     bench,
+    certs,
+    initc,
     plan,
     reconcile,
     record,
@@ -25,6 +27,8 @@ COMMANDS: tuple[Registrar, ...] = (
     record.register,
     bench.register,
     plan.register,
+    certs.register,
+    initc.register,
 )
 
 

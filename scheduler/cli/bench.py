@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from placement import POLICIES
 from scheduler.cluster_view import holds_capacity
-from scheduler.packing.report import fill_table, write_fill_plot
+from scheduler.packing.report import fill_table
 from scheduler.packing.run import fill_snapshot
 from scheduler.packing.templates import TemplateError
 from scheduler.replay.batch_step import BatchStep
@@ -26,7 +26,6 @@ from scheduler.replay.engine import replay
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.replay.loading import WorkloadError, load_workload
 from scheduler.replay.metrics import summarise
-from scheduler.replay.plot import write_plot
 from scheduler.replay.quality import make_domain_probe
 from scheduler.replay.report import markdown_table
 from scheduler.replay.solve_step import POD_BY_POD, SolveStep, solve_options
@@ -38,6 +37,7 @@ log = logging.getLogger(__name__)
 DEFAULT_POLICIES = "cpsat,topology-greedy,gang-best-fit,spread,first-fit"
 BATCH = "cpsat-batch"  # queue-aware planning: the waiting gangs' head planned in one model (placement.batch)
 BATCH_TIME_LIMIT = 0.25  # seconds per batch decision unless --time-limit says otherwise
+PLOT_HINT = "bench: --plot needs matplotlib, the 'bench' extra: pip install 'grove-extender[bench]'"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -146,11 +146,21 @@ def run(args: argparse.Namespace) -> int:
             f"bench: --policy must name some of {', '.join(POLICIES)} (or {BATCH} for a replay); unknown: {unknown}",
             style="red",
             markup=False,
+            soft_wrap=True,
         )
         return 2
     if args.fill and args.seeds < 1:
-        console.print("bench: --seeds must be at least 1", style="red", markup=False)
+        console.print("bench: --seeds must be at least 1", style="red", markup=False, soft_wrap=True)
         return 2
+    if args.plot:
+        # Imported here: matplotlib is the 'bench' extra, absent from the runtime image. Checked before the replays,
+        # so a missing extra costs the user a second, not a whole benchmark.
+        try:
+            from scheduler.packing.plot import write_fill_plot
+            from scheduler.replay.plot import write_plot
+        except ImportError:
+            console.print(PLOT_HINT, style="red", markup=False, soft_wrap=True)
+            return 2
     runs = []
     try:
         with Progress(
@@ -164,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
                 bench = fill_snapshot if args.fill else _bench_snapshot
                 runs.append(bench(path, policies, args, progress))
     except (SnapshotError, WorkloadError, TemplateError) as err:
-        console.print(f"bench: {err}", style="red", markup=False)
+        console.print(f"bench: {err}", style="red", markup=False, soft_wrap=True)
         return 2
     for run_ in runs:
         if args.fill:

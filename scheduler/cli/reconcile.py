@@ -13,11 +13,14 @@ from typing import Any
 
 import yaml
 
+from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
+from scheduler.reconcile.limits import Limits
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
+_MAX_FILE_BYTES = 16 * 1024 * 1024  # a PodCliqueSet file, not a cluster dump: refuse before parsing, not after
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +34,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--namespace", help="only this namespace (default: all)")
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
+    parser.add_argument(
+        "--initc-image",
+        default=DEFAULT_INITC_IMAGE,
+        help=f"image of the grove-initc startup-order init container (default: {DEFAULT_INITC_IMAGE}; "
+        "use the reconciler's own image, which has the grove-extender command)",
+    )
+    parser.add_argument(
+        "--max-replicas",
+        type=int,
+        default=Limits.replicas,
+        help=f"largest replica count a PodCliqueSet, clique or scaling group may ask for (default: {Limits.replicas})",
+    )
+    parser.add_argument(
+        "--max-pods",
+        type=int,
+        default=Limits.pods,
+        help=f"most pods one PodCliqueSet may have at its template's counts (default: {Limits.pods})",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the objects it would create; no cluster access")
     parser.add_argument("-f", "--filename", type=Path, help="with --dry-run: PodCliqueSet YAML/JSON (and bindings)")
     parser.add_argument(
@@ -50,12 +71,36 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _load(path: Path) -> list[dict[str, Any]]:
-    documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    """The objects in a YAML/JSON file (documents, or the ``items`` of a ``List``); ``DryRunRejected`` with one
+    line naming the document, item and field for anything that is not a file of Kubernetes objects."""
+    try:
+        if path.stat().st_size > _MAX_FILE_BYTES:
+            raise DryRunRejected(f"{path}: larger than {_MAX_FILE_BYTES // 2**20} MiB; not a PodCliqueSet file")
+        text = path.read_bytes().decode("utf-8")
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except OSError as err:
+        raise DryRunRejected(f"{path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise DryRunRejected(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except yaml.YAMLError as err:
+        raise DryRunRejected(f"{path}: not valid YAML or JSON: {' '.join(str(err).split())}") from None
+    except RecursionError:  # PyYAML composes recursively: [[[[…]]]] thousands deep
+        raise DryRunRejected(f"{path}: nested too deeply to be a Kubernetes object") from None
     objects: list[dict[str, Any]] = []
-    for doc in documents:
+    for number, doc in enumerate(documents):
+        where = f"{path}: document {number}" if len(documents) > 1 else str(path)
         if not isinstance(doc, dict):
-            raise DryRunRejected(f"{path}: every document must be a Kubernetes object, got {type(doc).__name__}")
-        objects += doc.get("items", []) if str(doc.get("kind", "")).endswith("List") else [doc]
+            raise DryRunRejected(f"{where}: must be a Kubernetes object (a mapping), got {type(doc).__name__}")
+        if not str(doc.get("kind", "")).endswith("List"):
+            objects.append(doc)
+            continue
+        items = doc.get("items")
+        if not isinstance(items, list):
+            raise DryRunRejected(f"{where}: items must be a list of objects, got {type(items).__name__}")
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise DryRunRejected(f"{where}: items[{index}]: must be an object, got {type(item).__name__}")
+        objects += items
     return objects
 
 
@@ -63,11 +108,12 @@ def _dry_run(args: argparse.Namespace) -> int:
     if args.filename is None:
         print("reconcile --dry-run: -f PCS.yaml is required", file=sys.stderr)
         return 2
+    limits = Limits(replicas=args.max_replicas, pods=args.max_pods)
     try:
-        result = dry_run(_load(args.filename), scheduler_name=args.scheduler_name, seed=args.seed)
-    except (OSError, yaml.YAMLError, DryRunRejected) as err:
+        result = dry_run(_load(args.filename), scheduler_name=args.scheduler_name, seed=args.seed, limits=limits)
+    except DryRunRejected as err:
         print(f"reconcile --dry-run: {err}", file=sys.stderr)
-        return 1
+        return 2
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -94,5 +140,11 @@ def _serve(args: argparse.Namespace) -> int:
     api = KubeApi(api_client, namespace=args.namespace)
     api.start_watches(stop)
     log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
-    Reconciler(api, scheduler_name=args.scheduler_name).run(stop=stop, resync_seconds=args.resync_seconds)
+    reconciler = Reconciler(
+        api,
+        scheduler_name=args.scheduler_name,
+        initc_image=args.initc_image,
+        limits=Limits(replicas=args.max_replicas, pods=args.max_pods),
+    )
+    reconciler.run(stop=stop, resync_seconds=args.resync_seconds)
     return 0

@@ -100,8 +100,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "record",
         help="write a snapshot of a live cluster (nodes, pods, Grove objects), without secrets",
-        description="Write a snapshot of a live cluster. Never reads Secrets; drops env values, commands, "
-        "managedFields and credential-like annotations.",
+        description="Write a snapshot of a live cluster. Never reads Secrets; keeps only the fields scheduling "
+        "reads (resources, selectors, affinity, tolerations, labels...) and drops the rest: env values, commands, "
+        "probes, volume options, annotations, managedFields.",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account)")
     parser.add_argument(
@@ -126,7 +127,7 @@ def run_record(args: argparse.Namespace) -> int:
     try:
         api_client = load_api_client(args.kubeconfig)
     except ConnectError as err:
-        console.print(f"error: {err}")
+        console.print(f"error: {err}", markup=False, soft_wrap=True)
         return 2
     path = Path(args.output)
     try:
@@ -137,13 +138,13 @@ def run_record(args: argparse.Namespace) -> int:
         dump_snapshot(recording.items, path)
         load_snapshot(path)  # what we wrote must load, or the user learns it only when replaying
     except RecordError as err:
-        console.print(f"error: {err}")
+        console.print(f"error: {err}", markup=False, soft_wrap=True)
         return 1
     except SnapshotError as err:
-        console.print(f"error: the recorded snapshot does not load back: {err}")
+        console.print(f"error: the recorded snapshot does not load back: {err}", markup=False, soft_wrap=True)
         return 1
     except OSError as err:
-        console.print(f"error: cannot write {path}: {err.strerror}")
+        console.print(f"error: cannot write {path}: {err.strerror}", markup=False, soft_wrap=True)
         return 1
     finally:
         api_client.close()  # type: ignore[no-untyped-call]

@@ -7,6 +7,8 @@ store's feed, the writer and the leadership.
 Live mode (``--kubeconfig FILE``, or ``--in-cluster``, which is also the default inside a pod when neither other
 mode is given): watches feed the store, bindings and status go to the API server, and a Lease elects the one
 replica that acts (``scheduler.kube.live``).
+
+Where and how it listens (ports, mTLS, limits): ``scheduler.cli.listeners``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import uvicorn
 from fastapi import FastAPI
 
-from api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from placement import solve
 from placement.request import SolveOptions
+from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http
 from scheduler.cluster_view import LevelsError, choose_levels
 from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
 from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
@@ -41,7 +43,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Service:
-    app: FastAPI
+    app: FastAPI  # the verbs and probes
+    probe_app: FastAPI  # the probes alone
+    debug_app: FastAPI  # /metrics and /debug/gangs
     coordinator: Coordinator
     worker: BackgroundWorker
 
@@ -60,8 +64,13 @@ def build_service(
     coordinator = Coordinator(
         store=store, writer=writer, solver=solve, leadership=leadership, config=config, levels=levels
     )
-    app = create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes)
-    return Service(app=app, coordinator=coordinator, worker=BackgroundWorker(coordinator))
+    return Service(
+        app=create_app(coordinator, registry=coordinator.registry, max_body_bytes=max_body_bytes),
+        probe_app=create_probe_app(coordinator),
+        debug_app=create_debug_app(coordinator, registry=coordinator.registry),
+        coordinator=coordinator,
+        worker=BackgroundWorker(coordinator),
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,20 +86,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--lease-namespace", help="namespace of the leader-election Lease (default: the pod's)")
     parser.add_argument("--lease-name", default="grove-extender", help="leader-election Lease (default: %(default)s)")
     parser.add_argument("--identity", help="this replica's name in the Lease (default: the host name)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8888, help="port to listen on (default: %(default)s)")
+    add_listener_arguments(parser)
     parser.add_argument(
-        "--barrier-timeout",
+        "--bind-wait",
         type=float,
-        default=CoordinatorConfig.barrier_timeout_seconds,
-        help="seconds a bind waits for the rest of its gang; keep below kube-scheduler's httpTimeout "
+        default=CoordinatorConfig.bind_wait_seconds,
+        help="seconds a ready member's bind call waits for its gang to complete before it answers Error (the member "
+        "stays ready and is bound when the gang completes); keep well below kube-scheduler's httpTimeout "
         "(default: %(default)s)",
     )
     parser.add_argument(
         "--reservation-ttl",
         type=float,
         default=CoordinatorConfig.reservation_ttl_seconds,
-        help="seconds a plan holds capacity before it must be used (default: %(default)s)",
+        help="seconds any plan holds capacity without progress; a gang gets more the larger it is and the slower "
+        "kube-scheduler feeds its members (default: %(default)s)",
     )
     parser.add_argument(
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
@@ -103,10 +113,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     config = CoordinatorConfig(
-        barrier_timeout_seconds=args.barrier_timeout,
+        bind_wait_seconds=args.bind_wait,
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
     )
+    problem = listener_problem(args)
+    if problem:
+        print(f"grove-extender serve: {problem}", file=sys.stderr)
+        return 2
     live = args.kubeconfig or args.in_cluster
     if args.snapshot and live:
         print("grove-extender serve: give --snapshot or --kubeconfig/--in-cluster, not both", file=sys.stderr)
@@ -119,18 +133,6 @@ def run_serve(args: argparse.Namespace) -> int:
     return 2
 
 
-def _run_uvicorn(service: Service, args: argparse.Namespace) -> None:
-    # Keep-alive well above kube-scheduler's idle reuse: a fresh TCP connection per call costs more than filter.
-    uvicorn.run(
-        service.app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        timeout_keep_alive=120,
-        access_log=False,
-    )
-
-
 def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     try:
         snapshot = load_snapshot(args.snapshot)
@@ -140,18 +142,23 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
         return 2
     store = ClusterStore()
     service = build_service(
-        store=store, writer=InMemoryClusterWriter(store), leadership=AlwaysLeader(), config=config, levels=levels
+        store=store,
+        writer=InMemoryClusterWriter(store),
+        leadership=AlwaysLeader(),
+        config=config,
+        levels=levels,
+        max_body_bytes=args.max_body_bytes,
     )
     load_snapshot_into(store, snapshot)
     # The loaded cluster lives as long as the process: keep the collector from re-scanning it on the hot path.
     gc.freeze()
     service.worker.start()
-    log.info("serving snapshot=%s host=%s port=%d", args.snapshot, args.host, args.port)
+    service.coordinator.add_liveness("planner", service.worker.alive)
+    log.info("serving snapshot=%s", args.snapshot)
     try:
-        _run_uvicorn(service, args)
+        return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)
     finally:
         service.worker.stop()
-    return 0
 
 
 def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
@@ -171,14 +178,20 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     store = ClusterStore()
     # Built before the watches fill the store, so the first list's events queue every pending gang for planning.
     service = build_service(
-        store=store, writer=cluster.writer, leadership=cluster.elector, config=config, levels=levels
+        store=store,
+        writer=cluster.writer,
+        leadership=cluster.elector,
+        config=config,
+        levels=levels,
+        max_body_bytes=args.max_body_bytes,
     )
     cluster.start(store)
     service.worker.start()
-    log.info("serving live cluster host=%s port=%d", args.host, args.port)
+    service.coordinator.add_liveness("planner", service.worker.alive)
+    service.coordinator.add_liveness("watches", cluster.alive)
+    log.info("serving live cluster")
     try:
-        _run_uvicorn(service, args)
+        return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)
     finally:
         service.worker.stop()
         cluster.close()
-    return 0

@@ -1,13 +1,16 @@
 """The gang coordinator: the gang lifecycle of DESIGN.md behind ``api.service.Extender``.
 
-Owns: gang membership (``members``), plans and the reservation book (``planning``, ``planner``,
-``reservations``, ``ledger``), the bind barrier and binding (``barrier``, ``binding``), the preemption guard,
-PodGang status, metrics, and the background planner. Does not own: cluster state (``scheduler.state``), the solver
-(``placement``), HTTP (``api.app``) or the Kubernetes client (``scheduler.kube``, behind ``ClusterWriter``).
+Owns: every gang's lifecycle state and the reservation book (``gang_table``, the only writer; ``gang_state`` for
+its records and views), what filter and bind answer (``decisions``, pure), gang membership (``members``), planning
+(``planning`` around the translation in ``planner``), ready members and the release that binds them
+(``binding``, ``waiters``, ``release``), reservation lifetimes (``gathering``), store events (``events``), PodGang
+status (``status``, ``reporting``), the preemption guard, metrics, and the background worker. Does not own:
+cluster state (``scheduler.state``), the solver (``placement``), HTTP (``api.app``) or the Kubernetes client
+(``scheduler.kube``, behind ``ClusterWriter``).
 """
 
 from scheduler.coordinator.background import BackgroundWorker
-from scheduler.coordinator.coordinator import Coordinator, CoordinatorConfig
+from scheduler.coordinator.coordinator import Blocking, Coordinator, CoordinatorConfig
 from scheduler.coordinator.planner import Solver
 
-__all__ = ["BackgroundWorker", "Coordinator", "CoordinatorConfig", "Solver"]
+__all__ = ["BackgroundWorker", "Blocking", "Coordinator", "CoordinatorConfig", "Solver"]

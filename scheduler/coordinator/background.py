@@ -1,7 +1,8 @@
 """The background worker: plans gangs as soon as the store says they became plannable (so filter answers from a
-plan instead of solving on kube-scheduler's critical path), moves PodGangs to Running, and expires reservations.
+plan instead of solving on kube-scheduler's critical path), writes PodGang status, and expires reservations.
 
-One daemon thread; ``stop()`` ends it within one tick.
+One daemon thread; ``stop()`` ends it within one tick. ``alive()`` feeds ``/healthz``: a dead planner would leave
+every gang to be planned on the critical path and no reservation would ever expire.
 """
 
 from __future__ import annotations
@@ -9,10 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from scheduler.cluster_writer import WriteError
 from scheduler.coordinator.coordinator import Coordinator
-from scheduler.coordinator.members import GangRef, gang_members
-from scheduler.coordinator.status import running_status
 
 __all__ = ["BackgroundWorker"]
 
@@ -33,36 +31,32 @@ class BackgroundWorker:
         self._stop.set()
         self._thread.join(timeout=max(5.0, 2 * self._tick))
 
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
     def run_once(self, timeout: float = 0.0) -> int:
-        """Do the queued work now; returns how many items were handled (tests call this directly)."""
-        events = self._coordinator.events
-        work = events.take(timeout)
+        """Do the queued work now (waiting up to ``timeout`` for some); returns how many items were handled.
+        The thread calls it in a loop; a simulation calls it on its own clock."""
+        coordinator = self._coordinator
+        work = coordinator.work.take(timeout)
         for kind, ref in work:
             if self._stop.is_set():
                 break
             try:
                 if kind == "plan":
-                    self._coordinator.plan(ref)
+                    coordinator.plan_ahead(ref)
+                elif kind == "running":
+                    coordinator.reporter.mark_running(ref)
                 else:
-                    self._mark_running(ref)
+                    coordinator.reporter.report(ref)
             except Exception:
                 # One gang's failure must not stop planning for every other gang.
                 log.exception("background work failed kind=%s gang=%s", kind, ref.key)
-        self._coordinator.leading()  # notice a change of leadership even when no request arrives
-        self._coordinator.planner.expire()
+        coordinator.reporter.retry_failed()
+        coordinator.leading()  # notice a change of leadership even when no request arrives
+        coordinator.expire()
         return len(work)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.run_once(self._tick)
-
-    def _mark_running(self, ref: GangRef) -> None:
-        coordinator = self._coordinator
-        members = gang_members(coordinator.store, ref)
-        status = None if isinstance(members, str) else running_status(members)
-        if status is None:
-            return
-        try:
-            coordinator.events.writer.patch_podgang_status(namespace=ref.namespace, name=ref.name, status=status)
-        except WriteError as err:
-            log.warning("podgang status not written gang=%s error=%s", ref.key, err)

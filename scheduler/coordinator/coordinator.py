@@ -1,8 +1,9 @@
-"""``Coordinator``: the gang lifecycle behind ``api.service.Extender``.
+"""``Coordinator``: the gang lifecycle behind ``api.service.Extender``; a thin layer over the parts it wires.
 
-filter → the member's planned node, or the gang's reason on every node; prioritize → planned node 10, others 0;
-bind → the barrier (``binding``); preempt → the gang guard (``preemption``). Plans are made ahead in a background
-thread when the store says a gang became plannable, and on the first filter otherwise.
+filter → ``decisions.decide_filter`` on the member's view (re-planning first when it says so); prioritize → the
+planned node 10, others 0; bind → ``binding`` (ready members, the release); preempt → the gang guard
+(``preemption``). Every change of a gang's state is a ``GangTable`` transition. Plans are made ahead by the
+background worker when the store says a gang became plannable, and on a filter otherwise.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -31,44 +32,51 @@ from api.extender import (
 from api.kube import NodeList
 from placement.request import SolveOptions
 from scheduler.cluster_writer import ClusterWriter
-from scheduler.coordinator.barrier import Timer
-from scheduler.coordinator.binding import Binder, utc_now
+from scheduler.coordinator.binding import Binder
+from scheduler.coordinator.decisions import Accept, FilterDecision, Refuse, Replan, ReplanCause, Retry, decide_filter
 from scheduler.coordinator.events import StoreEvents
-from scheduler.coordinator.ledger import GangState, Ledger
+from scheduler.coordinator.gang_table import GangTable
+from scheduler.coordinator.gathering import ArrivalRate, GatherWindow
 from scheduler.coordinator.members import GangRef, gang_ref_of
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import Solver
-from scheduler.coordinator.planning import Planner, PlanningConfig
+from scheduler.coordinator.planning import Planner
 from scheduler.coordinator.preemption import vetoed_nodes
-from scheduler.coordinator.reservations import ReservationBook
+from scheduler.coordinator.release import Releaser, pod_facts
+from scheduler.coordinator.reporting import StatusReporter
 from scheduler.coordinator.topology_cache import TopologyCache
+from scheduler.coordinator.waiters import BindWaiters, Timer
+from scheduler.coordinator.work import WorkQueue
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.state.store import ClusterStore
 from topology import Level
 
-__all__ = ["Coordinator", "CoordinatorConfig"]
+__all__ = ["Blocking", "Coordinator", "CoordinatorConfig", "utc_now"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 NOT_LEADER = "grove-extender: this replica is a standby (not the leader); kube-scheduler will retry"
+
+Blocking = Callable[..., Awaitable[Any]]
+"""Runs a blocking call (a plan) without blocking the event loop: ``asyncio.to_thread``, or inline in a simulation."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
 class CoordinatorConfig:
-    # Below kube-scheduler's extender httpTimeout (we ship 5 s): a bind answered Error is retried, a bind that
-    # times out on kube-scheduler's side leaves it unsure. 4 s is room for ~800 members to pass filter at the
-    # ~200 pods/s kube-scheduler reaches with an extender; raise both together for larger gangs.
-    barrier_timeout_seconds: float = 4.0
+    # Well under kube-scheduler's extender httpTimeout (5 s as shipped): long enough for a small gang's members to
+    # arrive one scheduling cycle apart and be bound in the call, short enough never to time out on its side.
+    bind_wait_seconds: float = 2.0
+    # What any gang's reservation lives at least; it grows with the gang and kube-scheduler's pace (``gathering``).
     reservation_ttl_seconds: float = 60.0
+    # How long a node kube-scheduler's own filters refused stays out of a group's plans.
+    exclusion_seconds: float = 60.0
     solve: SolveOptions = field(default_factory=SolveOptions)
-
-
-@dataclass(frozen=True)
-class _Decision:
-    node: str | None = None
-    reason: str = ""
-    replan: bool = False
-    force: bool = False  # the plan itself is wrong (not merely missing or stale): re-plan even if it looks current
 
 
 class Coordinator:
@@ -85,63 +93,96 @@ class Coordinator:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = utc_now,
-        barrier_timer: Timer = asyncio.sleep,
+        timer: Timer = asyncio.sleep,
+        blocking: Blocking = asyncio.to_thread,
         levels: Sequence[Level] | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = CoordinatorMetrics(self.registry)
-        self.ledger = Ledger()
         self.store = store
+        self.table = GangTable()
+        self.work = WorkQueue()
+        self.rate = ArrivalRate()
+        self._gather = GatherWindow(base_seconds=self.config.reservation_ttl_seconds)
         self._leadership = leadership or AlwaysLeader()
         self._leading_before = False
         self._clock = clock
+        self._blocking = blocking
+        self._liveness: dict[str, Callable[[], bool]] = {}
         self.planner = Planner(
             store=store,
-            ledger=self.ledger,
+            table=self.table,
             solver=solver,
-            config=PlanningConfig(reservation_ttl_seconds=self.config.reservation_ttl_seconds, solve=self.config.solve),
+            options=self.config.solve,
+            window=self._window,
             metrics=self.metrics,
             clock=clock,
             topologies=TopologyCache(levels),
         )
+        self.waiters = BindWaiters(timer=timer)
+        self.releaser = Releaser(
+            store=store,
+            table=self.table,
+            writer=writer,
+            waiters=self.waiters,
+            metrics=self.metrics,
+            replan=lambda ref: self.work.put(("plan", ref)),
+            timer=timer,
+        )
         self.binder = Binder(
             store=store,
-            ledger=self.ledger,
-            writer=writer,
+            table=self.table,
+            releaser=self.releaser,
+            waiters=self.waiters,
             metrics=self.metrics,
             clock=clock,
-            wall_clock=wall_clock,
-            barrier_timeout_seconds=self.config.barrier_timeout_seconds,
-            reservation_ttl_seconds=self.config.reservation_ttl_seconds,
-            barrier_timer=barrier_timer,
+            wait_seconds=self.config.bind_wait_seconds,
+            window=self._window,
+            pace=lambda: max(self.rate.per_second(self._clock()), self._gather.min_rate),
         )
-        self.events = StoreEvents(store=store, ledger=self.ledger, planner=self.planner, writer=writer)
+        self.reporter = StatusReporter(
+            store=store, table=self.table, writer=writer, work=self.work, wall_clock=wall_clock
+        )
+        self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters)
         store.subscribe(self.events.on_change)
-        self.metrics.watch_state(gangs_by_state=self.ledger.counts_by_state, reservations=self._reservation_count)
+        self.metrics.watch_state(gangs_by_state=self.table.counts_by_state, reservations=self.table.reservation_count)
 
     # --- Extender verbs ----------------------------------------------------------------------------------------
 
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
+        self.rate.observe(self._clock())  # kube-scheduler's pace: how fast a gang's members can reach us
         candidates = args.candidate_names()
         if not self.leading():
             return ExtenderFilterResult(Error=NOT_LEADER)
-        pod = self.store.pod(args.Pod.key) or args.Pod
-        if pod.spec.nodeName:
-            return _refuse(args, candidates, f"pod {pod.key} is already bound to {pod.spec.nodeName}")
-        ref = gang_ref_of(pod)
-        decision = self._decide(ref, pod.key, candidates)
-        if decision.replan:
-            await asyncio.to_thread(self.planner.plan, ref, request_pod=pod, force=decision.force)
-            decision = self._decide(ref, pod.key, candidates, may_replan=False)
-        if decision.node is None:
-            return _refuse(args, candidates, decision.reason)
-        return _accept(args, decision.node)
+        key = args.Pod.key
+        stored = self.store.pod(key)
+        ref = gang_ref_of(stored) if stored is not None else None
+        decision = self._decide(args, ref, candidates)
+        if ref is not None and isinstance(decision, Replan):
+            reason = await self._replan(ref, key, decision)
+            decision = self._decide(args, ref, candidates)
+            if isinstance(decision, Replan):
+                decision = Refuse(reason or f"gang {ref.key}: pod {key} has no place in the current plan")
+        elif ref is not None and isinstance(decision, Refuse) and self.planner.busy(ref.key):
+            # A plan under way (the background worker's) may be about to lift this refusal: kube-scheduler would
+            # park the pod for a while on a stale answer. Wait for it and answer what it decided.
+            await self._blocking(self.planner.plan, ref)
+            decision = self._decide(args, ref, candidates)
+            if isinstance(decision, Replan):
+                decision = Refuse(f"gang {ref.key}: pod {key} has no place in the current plan")
+        if ref is not None and isinstance(decision, Retry):
+            member = self.table.member(ref.key, key)
+            if member is not None and member.ready and member.complete:
+                self.releaser.start(ref)  # completed by something other than a bind call (e.g. a lowered minimum)
+        return _encode(args, candidates, decision)
 
     async def prioritize(self, args: ExtenderArgs) -> Sequence[HostPriority]:
-        with self.ledger.lock:
-            record = self.ledger.records.get(gang_ref_of(args.Pod).key)
-            planned = record.plan.get(args.Pod.key) if record else None
+        if not self.leading():
+            return []  # no scores: kube-scheduler's own decide, and the standby's filter refused the pod anyway
+        stored = self.store.pod(args.Pod.key)
+        member = self.table.member(gang_ref_of(stored).key, args.Pod.key) if stored is not None else None
+        planned = member.planned if member is not None else None
         return [HostPriority(Host=name, Score=10 if name == planned else 0) for name in args.candidate_names()]
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
@@ -150,6 +191,8 @@ class Coordinator:
         return await self.binder.bind(args)
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
+        if not self.leading():
+            return ExtenderPreemptionResult()  # proposing nothing preempts nothing: it can never break a gang
         proposal = args.victim_uids()
         vetoes = vetoed_nodes(proposal, store=self.store)
         for node, reason in vetoes.items():
@@ -163,104 +206,93 @@ class Coordinator:
             }
         )
 
+    def add_liveness(self, name: str, probe: Callable[[], bool]) -> None:
+        """``healthy`` fails while ``probe`` does (the planner thread, the watches)."""
+        self._liveness[name] = probe
+
     def healthy(self) -> bool:
-        return True
+        dead = [name for name, probe in self._liveness.items() if not probe()]
+        if dead:
+            log.error("not healthy dead=%s", ",".join(dead))
+        return not dead
 
     def ready(self) -> bool:
         return self.store.synced and self._leadership.is_leader()
 
     def debug_gangs(self) -> Sequence[Mapping[str, Any]]:
-        now = self._clock()
-        with self.ledger.lock:
-            return [
-                record.describe(
-                    now=now,
-                    reserved_since=self.ledger.book.created_at(key),
-                    waiting=len(self.binder.barrier.waiting(key)),
-                )
-                for key, record in sorted(self.ledger.records.items())
-            ]
+        return self.table.describe(now=self._clock())
 
-    # --- planning ahead ----------------------------------------------------------------------------------------
+    # --- the background worker's entry points ------------------------------------------------------------------
 
-    def plan(self, ref: GangRef) -> None:
-        """Plan the gang now if it has no usable decision (the background worker's entry point)."""
+    def plan_ahead(self, ref: GangRef) -> None:
+        """Plan the gang now if it has no usable decision."""
         if self.leading():
             self.planner.plan(ref)
 
+    def expire(self) -> list[str]:
+        """Give back the reservations of gangs that stopped gathering; the next filter re-plans them."""
+        expired = self.table.expire(self._clock())
+        for gang in expired:
+            self.metrics.reservations_expired.inc()
+            log.info("reservation expired gang=%s", gang)
+        return expired
+
     def leading(self) -> bool:
-        """Whether this replica leads now. On any change of leadership the plans and reservations are dropped:
-        another leader may have acted meanwhile, and only the API's state (bound pods) carries across terms."""
+        """Whether this replica leads now. On any change of leadership everything but the API's state is dropped:
+        another leader may have acted meanwhile."""
         leading = self._leadership.is_leader()
-        with self.ledger.lock:
-            changed = leading != self._leading_before
+        if leading != self._leading_before:
             self._leading_before = leading
-            if changed:
-                dropped = len(self.ledger.records)
-                self.ledger.records.clear()
-                self.ledger.book = ReservationBook()
-                self.ledger.epoch += 1
-        if changed:
-            log.info("leadership changed leading=%s plans_dropped=%d", leading, dropped)
+            ready = self.table.leadership_changed()
+            self.waiters.answer(ready, NOT_LEADER)
+            log.info("leadership changed leading=%s", leading)
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
 
-    def _decide(self, ref: GangRef, pod_key: str, candidates: list[str], *, may_replan: bool = True) -> _Decision:
-        with self.ledger.lock:
-            record = self.ledger.records.get(ref.key)
-            if record is None:
-                return _Decision(replan=may_replan, reason=f"gang {ref.key} could not be planned")
-            if record.state in (GangState.WAITING, GangState.INFEASIBLE):
-                # A plan in flight (the background worker's) may be about to lift this refusal: planning again
-                # waits for it, and the fresh answer is read after.
-                changed = record.dirty or record.planning or record.epoch != self.ledger.epoch
-                return _Decision(replan=may_replan and changed, reason=record.reason)
-            node = record.plan.get(pod_key)
-            if node is None:
-                # A member that appeared after the plan (or a best-effort extra that did not fit).
-                reason = record.reason or f"gang {ref.key}: pod {pod_key} has no place in the current plan"
-                return _Decision(replan=may_replan and pod_key not in record.fixed, force=True, reason=reason)
-            if node not in candidates:
-                group = record.groups.get(pod_key, "")
-                until = self._clock() + self.config.reservation_ttl_seconds
-                record.excluded.setdefault(group, {})[node] = until
-                self.metrics.replans.labels("node_refused").inc()
-                return _Decision(
-                    replan=may_replan,
-                    force=True,
-                    reason=f"gang {ref.key}: planned node {node} was refused by kube-scheduler's filters",
-                )
-            if not self._still_fits(node):
-                self.metrics.replans.labels("cluster_changed").inc()
-                return _Decision(
-                    replan=may_replan, force=True, reason=f"gang {ref.key}: node {node} no longer fits the plan"
-                )
-            return _Decision(node=node)
+    def _window(self, members: int) -> float:
+        return self._gather.seconds(members=members, rate=self.rate.per_second(self._clock()))
 
-    def _still_fits(self, node_name: str) -> bool:
-        """Bound pods + every reservation on the node still within its allocatable (a foreign bind may break it)."""
-        node = self.store.node(node_name)
-        if node is None or node.spec.unschedulable:
+    def _decide(self, args: ExtenderArgs, ref: GangRef | None, candidates: list[str]) -> FilterDecision:
+        key = args.Pod.key
+        return decide_filter(
+            key=key,
+            request_uid=args.Pod.metadata.uid,
+            pod=pod_facts(self.store, key),
+            member=self.table.member(ref.key, key) if ref is not None else None,
+            candidates=candidates,
+            fits=self._fits,
+        )
+
+    async def _replan(self, ref: GangRef, key: str, decision: Replan) -> str | None:
+        if decision.cause is ReplanCause.NODE_REFUSED and decision.node is not None:
+            until = self._clock() + self.config.exclusion_seconds
+            self.table.node_refused(ref.key, key, node=decision.node, until=until)
+        elif decision.cause is ReplanCause.CLUSTER_CHANGED:
+            self.table.unplanned(ref.key, [key])
+        if decision.cause in (ReplanCause.NODE_REFUSED, ReplanCause.CLUSTER_CHANGED):
+            self.metrics.replans.labels(str(decision.cause)).inc()
+        force = decision.cause is not ReplanCause.STALE
+        reason: str | None = await self._blocking(self.planner.plan, ref, force=force, for_pod=key)
+        return reason
+
+    def _fits(self, node: str) -> bool:
+        """Bound pods + every reservation on the node within its allocatable (a foreign bind may break it)."""
+        stored = self.store.node(node)
+        if stored is None or stored.spec.unschedulable:
             return False
-        used = self.store.used_on(node_name)
-        reserved = self.ledger.book.reserved_on(node_name)
-        allocatable = self.store.allocatable_of(node_name)
-        return all(used.get(name, 0) + reserved.get(name, 0) <= allocatable.get(name, 0) for name in {*used, *reserved})
-
-    def _reservation_count(self) -> int:
-        with self.ledger.lock:
-            return self.ledger.book.count()
+        return self.table.fits(node, used=self.store.used_on(node), allocatable=self.store.allocatable_of(node))
 
 
-def _accept(args: ExtenderArgs, node: str) -> ExtenderFilterResult:
-    if args.NodeNames is not None:
-        return ExtenderFilterResult(NodeNames=[node])
-    items = [item for item in args.Nodes.items if item.name == node] if args.Nodes is not None else []
-    return ExtenderFilterResult(Nodes=NodeList(items=items))
-
-
-def _refuse(args: ExtenderArgs, candidates: list[str], reason: str) -> ExtenderFilterResult:
+def _encode(args: ExtenderArgs, candidates: list[str], decision: FilterDecision) -> ExtenderFilterResult:
+    if isinstance(decision, Accept):
+        if args.NodeNames is not None:
+            return ExtenderFilterResult(NodeNames=[decision.node])
+        items = [item for item in args.Nodes.items if item.name == decision.node] if args.Nodes is not None else []
+        return ExtenderFilterResult(Nodes=NodeList(items=items))
+    if isinstance(decision, Retry):
+        return ExtenderFilterResult(Error=decision.reason)
+    reason = decision.reason if isinstance(decision, Refuse) else "no plan"
     failed = dict.fromkeys(candidates, reason)
     if args.NodeNames is not None:
         return ExtenderFilterResult(NodeNames=[], FailedNodes=failed)

@@ -1,28 +1,27 @@
-"""What the coordinator does when the store changes: release reservations of pods that got bound or went away,
-note that capacity was freed (infeasible gangs may fit now), mark waiting gangs for another look, and queue gangs
-to plan ahead and PodGangs whose phase may have moved to Running.
+"""What the store's changes mean for the gangs: each becomes a ``GangTable`` transition, plus work for later.
 
-``on_change`` runs on the store writer's thread (a watch, or a bind in embedded mode): it only updates the ledger
-and queues work; the background worker does the rest.
+- a pod bound → ``member_bound_observed`` (its reservation becomes bound capacity);
+- a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten;
+- a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
+  rewritten by kube-scheduler after each failed attempt is not news);
+- a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
+- a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold).
+
+``on_change`` runs on the store writer's thread (a watch, or an in-memory bind): it only calls transitions and
+queues work; the background worker plans and writes.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
-from typing import Literal
-
 from api.grove import PodGang
 from api.kube import Node, Pod
-from scheduler.cluster_writer import ClusterWriter
-from scheduler.coordinator.ledger import GangState, Ledger
+from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangRef, gang_ref_of
-from scheduler.coordinator.planning import Planner
+from scheduler.coordinator.waiters import BindWaiters
+from scheduler.coordinator.work import WorkQueue
 from scheduler.state.store import ClusterStore, EventType, Kind
 
-__all__ = ["StoreEvents", "Work"]
-
-Work = tuple[Literal["plan", "status"], GangRef]
+__all__ = ["StoreEvents"]
 
 
 def _fingerprint(node: Node) -> tuple[object, ...]:
@@ -36,14 +35,16 @@ def _fingerprint(node: Node) -> tuple[object, ...]:
 
 
 class StoreEvents:
-    def __init__(self, *, store: ClusterStore, ledger: Ledger, planner: Planner, writer: ClusterWriter) -> None:
-        self.store = store
-        self.ledger = ledger
-        self.planner = planner
-        self.writer = writer
+    def __init__(self, *, store: ClusterStore, table: GangTable, work: WorkQueue, waiters: BindWaiters) -> None:
+        self._store = store
+        self._table = table
+        self._work = work
+        self._waiters = waiters
         self._nodes: dict[str, tuple[object, ...]] = {}
-        self._pending: dict[Work, None] = {}  # insertion-ordered set: arrival order is planning order
-        self._wake = threading.Condition()
+        self._specs: dict[str, object] = {}  # PodGang → its last spec: status writes are no news to the plan
+        # Pending pod → gated, as last seen: kube-scheduler rewrites a pending pod's status on every failed attempt,
+        # which is no news to the plan; a pod appearing or losing its gate is.
+        self._pending: dict[str, bool] = {}
 
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
         if isinstance(obj, Pod):
@@ -53,59 +54,49 @@ class StoreEvents:
         elif isinstance(obj, Node):
             self._node(event_type, obj)
 
-    def take(self, timeout: float) -> list[Work]:
-        """Queued work in arrival order, waiting up to ``timeout`` for some."""
-        with self._wake:
-            if not self._pending:
-                self._wake.wait(timeout)
-            work = list(self._pending)
-            self._pending.clear()
-            return work
-
-    def queued(self) -> Mapping[Work, None]:
-        return dict(self._pending)
-
-    def _queue(self, work: Work) -> None:
-        with self._wake:
-            self._pending[work] = None
-            self._wake.notify()
-
     def _pod(self, event_type: EventType, pod: Pod) -> None:
         ref = gang_ref_of(pod)
-        gone = event_type == "DELETED" or pod.terminal
-        with self.ledger.lock:
-            had_reservation = self.ledger.book.release_pod(pod.key) is not None if gone or pod.spec.nodeName else False
-            if gone and (had_reservation or pod.spec.nodeName):
-                self.ledger.epoch += 1
-            record = self.ledger.records.get(ref.key)
-            if record is not None and record.state in (GangState.WAITING, GangState.INFEASIBLE):
-                record.dirty = True
-            if ref.solo and gone:
-                self.ledger.records.pop(ref.key, None)
-        if ref.solo:
+        if event_type == "DELETED" or pod.terminal or pod.spec.nodeName:
+            self._pending.pop(pod.key, None)
+        if event_type == "DELETED" or pod.terminal:
+            self._table.member_gone(ref.key, pod.key)
+            if not ref.solo and self._store.podgang(ref.key) is None and not self._store.pods_of_gang(ref.key):
+                self._forget(ref, f"PodGang {ref.key} and its pods are gone")
             return
-        if not gone and not pod.spec.nodeName and not pod.gated:
-            self._queue(("plan", ref))
-        elif pod.status.phase == "Running":
-            self._queue(("status", ref))
+        if pod.spec.nodeName:
+            self._table.member_bound_observed(ref.key, pod.key, node=pod.spec.nodeName)
+            if not ref.solo and pod.status.phase == "Running":
+                self._work.put(("running", ref))
+            return
+        if self._pending.get(pod.key) == pod.gated:
+            return
+        self._pending[pod.key] = pod.gated
+        self._table.members_changed(ref.key)
+        if not ref.solo and not pod.gated:
+            self._work.put(("plan", ref))
 
     def _podgang(self, event_type: EventType, podgang: PodGang) -> None:
         ref = GangRef(podgang.metadata.namespace, podgang.metadata.name)
         if event_type == "DELETED":
-            self.ledger.drop(ref.key)
+            self._specs.pop(ref.key, None)
+            self._forget(ref, f"PodGang {ref.key} was deleted")
             return
-        with self.ledger.lock:
-            record = self.ledger.records.get(ref.key)
-            if record is not None and record.state in (GangState.WAITING, GangState.INFEASIBLE):
-                record.dirty = True
-        self._queue(("plan", ref))
+        if self._specs.get(ref.key) == podgang.spec:
+            return
+        self._specs[ref.key] = podgang.spec
+        self._table.members_changed(ref.key)
+        self._work.put(("plan", ref))
 
     def _node(self, event_type: EventType, node: Node) -> None:
         if event_type == "DELETED":
             self._nodes.pop(node.name, None)
-            self.ledger.freed()
+            self._table.capacity_freed()
             return
         fingerprint = _fingerprint(node)
         if self._nodes.get(node.name) != fingerprint:
             self._nodes[node.name] = fingerprint
-            self.ledger.freed()
+            self._table.capacity_freed()
+
+    def _forget(self, ref: GangRef, reason: str) -> None:
+        ready = self._table.forget(ref.key)
+        self._waiters.answer(ready, f"{reason}; nothing more is bound for it")

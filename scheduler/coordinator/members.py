@@ -1,7 +1,7 @@
 """Which gang a pod belongs to, and what that gang is made of right now.
 
 A pod labelled ``grove.io/podgang=<g>`` belongs to PodGang ``<namespace>/<g>``; any other pod is a gang of one
-(so every pod goes through the same plan → reserve → barrier → bind path). Group membership comes from the
+(so every pod goes through the same plan → reserve → ready → bind path). Group membership comes from the
 PodGang's ``podReferences``, which Grove fills as pods appear.
 """
 
@@ -61,12 +61,6 @@ class GangMembers:
     podgang: PodGang | None
     groups: tuple[GroupMembers, ...]
 
-    def group_of(self, pod_key: str) -> GroupMembers | None:
-        for group in self.groups:
-            if any(pod.key == pod_key for pod in group.pods):
-                return group
-        return None
-
     def not_ready_reason(self) -> str | None:
         """Why the gang cannot be planned yet (guaranteed pods missing or gated), or None when it can."""
         for group in self.groups:
@@ -81,13 +75,10 @@ class GangMembers:
         return None
 
 
-def gang_members(store: ClusterStore, ref: GangRef, *, request_pod: Pod | None = None) -> GangMembers | str:
-    """The gang's current members, or a reason it cannot be resolved (a PodGang that does not exist yet).
-
-    ``request_pod`` stands in for a solo pod the store does not hold yet (a watch may lag kube-scheduler).
-    """
+def gang_members(store: ClusterStore, ref: GangRef) -> GangMembers | str:
+    """The gang's current members, or a reason it cannot be resolved (a PodGang that does not exist yet)."""
     if ref.solo:
-        pod = store.pod(f"{ref.namespace}/{ref.name}") or request_pod
+        pod = store.pod(f"{ref.namespace}/{ref.name}")
         solo = GroupMembers(
             SOLO_GROUP,
             1,

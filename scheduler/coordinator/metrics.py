@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 __all__ = ["CoordinatorMetrics"]
 
 _SOLVE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
-_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+_WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 class _StateGauges(Collector):
@@ -28,7 +28,7 @@ class _StateGauges(Collector):
         yield gangs
         yield GaugeMetricFamily(
             "grove_extender_reservations",
-            "Pods holding a reservation (planned, not yet bound).",
+            "Pods holding a reservation (planned or ready, not yet bound).",
             value=self._reservations(),
         )
 
@@ -45,19 +45,23 @@ class CoordinatorMetrics:
         self.solve_seconds = Histogram(
             "grove_extender_solve_seconds", "Time the solver took per plan.", buckets=_SOLVE_BUCKETS, registry=registry
         )
-        self.barrier_wait_seconds = Histogram(
-            "grove_extender_barrier_wait_seconds",
-            "Time a bind call waited for the rest of its gang.",
+        self.bind_wait_seconds = Histogram(
+            "grove_extender_bind_wait_seconds",
+            "Time a ready member's bind call waited for its gang before it was answered.",
             buckets=_WAIT_BUCKETS,
             registry=registry,
         )
-        self.barrier_timeouts = Counter(
-            "grove_extender_barrier_timeouts_total",
-            "Bind calls answered Error because their gang did not complete in time (nothing bound).",
+        self.bind_waits_expired = Counter(
+            "grove_extender_bind_waits_expired_total",
+            "Bind calls answered Error because their gang was still gathering (the member stays ready; the "
+            "extender binds it when the gang is complete).",
             registry=registry,
         )
         self.binds = Counter(
-            "grove_extender_binds_total", "Pod bindings issued, by result.", ["result"], registry=registry
+            "grove_extender_binds_total",
+            "Pod bindings the extender issued, by result: bound, gone (the pod is gone: re-planned), retry.",
+            ["result"],
+            registry=registry,
         )
         self.preemption_vetoes = Counter(
             "grove_extender_preemption_vetoes_total",

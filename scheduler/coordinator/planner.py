@@ -1,9 +1,10 @@
 """The planning step: a gang's members and the cluster's free capacity in, a solver ``Result`` out.
 
-This is the one place the solver is called. Members already bound, and members already waiting at the bind
-barrier ("fixed": kube-scheduler has assumed them on their node), are facts: they are left out of the request,
+This is the one place the solver is called, and every input is explicit: the members bound (facts), the members
+ready on their node and those whose planned node is kept (placed as far as this plan is concerned), the nodes
+kube-scheduler refused per group, and other gangs' reservations. Placed members are left out of the request,
 their capacity is taken, they count toward ``minReplicas``, and a ``required`` pack scope they belong to is held
-to their domain. Everything else of the gang that is pending is planned afresh.
+to their domain. Every other pending member is planned.
 """
 
 from __future__ import annotations
@@ -30,29 +31,36 @@ class PlanOutcome:
     result: Result
     demands: Mapping[str, ResourceVector] = field(default_factory=dict)  # pod → requests, for reservations
     groups: Mapping[str, str] = field(default_factory=dict)  # pod → group
+    min_replicas: Mapping[str, int] = field(default_factory=dict)  # group → minReplicas
 
 
 def plan_gang(
     *,
     members: GangMembers,
+    bound: Mapping[str, str],
+    ready: Mapping[str, str],
+    kept: Mapping[str, str],
+    excluded: Mapping[str, frozenset[str]],
+    reserved: Mapping[str, Mapping[str, int]],
     store: ClusterStore,
     topologies: TopologyCache,
-    reserved: Mapping[str, Mapping[str, int]],
-    fixed: Mapping[str, str],
-    excluded: Mapping[str, frozenset[str]],
     solver: Solver,
     options: SolveOptions,
     only: str | None = None,
 ) -> PlanOutcome:
-    """Plan the gang's pending, unfixed pods on what is free.
+    """Plan the gang's pending members that are neither bound, ready nor kept, on what is free.
 
-    ``reserved`` is capacity other gangs hold; ``fixed`` maps this gang's pods waiting at the barrier to their
-    node; ``excluded`` maps a group to nodes kube-scheduler's own filters refused for it. With ``only``, just that
-    pod is planned, as one required pod (a best-effort extra of a gang that already stands).
+    ``bound`` maps members bound to their node (the store's, plus our own binds its watch has not shown yet);
+    ``ready`` the members whose bind call arrived for their planned node; ``kept`` planned members that keep
+    their node; ``excluded`` a group to the nodes kube-scheduler's own filters refused for it; ``reserved`` the
+    capacity other gangs hold per node. With ``only``, just that pod is planned, as one required pod (a
+    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``.
     """
     nodes = {node.name: node for node in store.nodes()}
     topology = topologies.get(store)
-    # Taken = bound pods (the store keeps the sum per node) + other gangs' reservations + our fixed members.
+    placed = {**kept, **ready}
+    # Taken = bound pods (the store keeps the sum per node) + other gangs' reservations + our placed members
+    # + members we bound that the store does not show bound yet.
     taken = store.used_by_node()
     for node_name, units in reserved.items():
         _add(taken.setdefault(node_name, {}), units)
@@ -61,17 +69,20 @@ def plan_gang(
     for group in members.groups:
         for pod in group.pods:
             pod_groups[pod.key] = group.name
-            if pod.key in fixed:
-                _add(taken.setdefault(fixed[pod.key], {}), store.requests_of(pod))
+            node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
+            if node:
+                _add(taken.setdefault(node, {}), store.requests_of(pod))
     free = _free(store.allocatable_by_node(), taken)
     requests: list[GroupRequest] = []
     for group in members.groups:
-        pending = [pod for pod in group.pending() if pod.key not in fixed and only in (None, pod.key)]
+        pending = [
+            pod for pod in group.pending() if pod.key not in placed and pod.key not in bound and only in (None, pod.key)
+        ]
         if not pending:
             continue
         for pod in pending:
             demands[pod.key] = store.requests_of(pod)
-        placed = len(group.bound()) + sum(1 for pod in group.pods if pod.key in fixed)
+        done = sum(1 for pod in group.pods if pod.key in placed or pod.key in bound)
         passing = eligible_nodes(pending[0], nodes.values())
         eligible = (frozenset(nodes) if passing is None else passing) - excluded.get(group.name, frozenset())
         requests.append(
@@ -79,14 +90,17 @@ def plan_gang(
                 name=group.name,
                 pods=tuple(pod.key for pod in pending),
                 demand=_peak(demands[pod.key] for pod in pending),
-                min_replicas=1 if only else max(0, group.min_replicas - placed),
+                min_replicas=1 if only else max(0, group.min_replicas - done),
                 eligible=frozenset(eligible),
             )
         )
+    minimums = {group.name: group.min_replicas for group in members.groups}
     if not requests:
-        return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups)
+        return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
     scopes = _packs(members)
-    requests = _hold_to_placed_domains(requests, scopes=scopes, members=members, fixed=fixed, nodes=nodes)
+    requests = _hold_to_placed_domains(
+        requests, scopes=scopes, members=members, placed={**bound, **placed}, nodes=nodes
+    )
     planned = {request.name for request in requests}
     packs = tuple(
         PackScope(
@@ -114,7 +128,7 @@ def plan_gang(
             solve_seconds=time.perf_counter() - started,
             reason=result.reason,
         )
-    return PlanOutcome(result, demands, pod_groups)
+    return PlanOutcome(result, demands, pod_groups, minimums)
 
 
 def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
@@ -180,7 +194,7 @@ def _hold_to_placed_domains(
     *,
     scopes: list[PackScope],
     members: GangMembers,
-    fixed: Mapping[str, str],
+    placed: Mapping[str, str],
     nodes: Mapping[str, Node],
 ) -> list[GroupRequest]:
     """A ``required`` scope with members already placed must stay in their domain: narrow eligibility to it."""
@@ -190,11 +204,11 @@ def _hold_to_placed_domains(
         if scope.required is None:
             continue
         placed_nodes = {
-            fixed.get(pod.key) or pod.spec.nodeName
+            placed.get(pod.key) or pod.spec.nodeName
             for name in scope.groups
             if name in by_name
             for pod in by_name[name].pods
-            if pod.key in fixed or (pod.spec.nodeName and not pod.terminal)
+            if pod.key in placed or (pod.spec.nodeName and not pod.terminal)
         }
         values = {_label(nodes.get(node), scope.required) for node in placed_nodes}
         if len(values) != 1:

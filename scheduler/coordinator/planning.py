@@ -1,26 +1,28 @@
-"""Turning a gang into reservations: resolve members, solve on a frozen view, commit or discard a statement.
+"""Turning a gang into a plan: read the table's basis, resolve members from the store, solve, commit a transition.
 
-Plans run in worker threads (never on the event loop) and one at a time: each plan reads the reservations the
-previous one committed, which is what keeps two gangs off the same GPUs.
+Plans run one at a time (in worker threads, or inline where the caller says so): each reads the reservations the
+previous one committed, which is what keeps two gangs off the same GPUs. A re-plan disturbs as little as it can:
+first it keeps every member's planned node and places only the members without one, then it keeps only the ready
+members, and only then does it plan every unbound member afresh (ready members it moves must reach bind again).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from api.kube import Pod
-from placement.request import SolveOptions, Status
-from scheduler.coordinator.ledger import GangRecord, GangState, Ledger
+from placement.request import Result, SolveOptions, Status
+from scheduler.coordinator.gang_state import PlanBasis, PlanCommit
+from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import PlanOutcome, Solver, plan_gang
 from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.state.store import ClusterStore
 
-__all__ = ["Planner", "PlanningConfig"]
+__all__ = ["Planner"]
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +30,13 @@ _MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
-class PlanningConfig:
-    reservation_ttl_seconds: float = 60.0
-    solve: SolveOptions = field(default_factory=SolveOptions)
+class _Facts:
+    """The members that are already placed, as this plan sees them."""
+
+    pending: frozenset[str]
+    bound: Mapping[str, str]
+    ready: Mapping[str, str]
+    kept: Mapping[str, str]
 
 
 class Planner:
@@ -38,181 +44,155 @@ class Planner:
         self,
         *,
         store: ClusterStore,
-        ledger: Ledger,
+        table: GangTable,
         solver: Solver,
-        config: PlanningConfig,
+        options: SolveOptions,
+        window: Callable[[int], float],
         metrics: CoordinatorMetrics,
         clock: Callable[[], float],
         topologies: TopologyCache,
     ) -> None:
         self._store = store
-        self._ledger = ledger
+        self._table = table
         self._solver = solver
-        self._config = config
+        self._options = options
+        self._window = window  # seconds a gang with this many members still to gather may hold its reservation
         self._metrics = metrics
         self._clock = clock
         self._topologies = topologies
         self._serial = threading.Lock()
+        self._busy: dict[str, int] = {}
+        self._busy_lock = threading.Lock()
 
-    def expire(self) -> list[str]:
-        """Drop gangs whose reservations outlived their TTL; the next filter re-plans them."""
-        with self._ledger.lock:
-            expired = self._ledger.book.expire(self._clock())
-            for gang in expired:
-                record = self._ledger.records.get(gang)
-                if record is not None and not record.fixed:
-                    del self._ledger.records[gang]
-            if expired:
-                self._ledger.epoch += 1
-        for gang in expired:
-            self._metrics.reservations_expired.inc()
-            log.info("reservation expired gang=%s", gang)
-        return expired
+    def busy(self, gang: str) -> bool:
+        """A plan for the gang is running or queued: the answer the table holds may be about to change."""
+        with self._busy_lock:
+            return gang in self._busy
 
-    def plan(self, ref: GangRef, *, request_pod: Pod | None = None, force: bool = False) -> None:
-        """Plan the gang unless it already holds a plan that needs no change (``force`` re-plans anyway)."""
-        with self._serial:
-            try:
-                self._plan_serially(ref, request_pod=request_pod, force=force)
-            finally:
-                with self._ledger.lock:
-                    record = self._ledger.records.get(ref.key)
-                    if record is not None:
-                        record.planning = False
+    def plan(self, ref: GangRef, *, force: bool = False, for_pod: str | None = None) -> str | None:
+        """Plan the gang unless its current decision still holds (``force`` plans anyway). ``for_pod`` is the member
+        a filter asks for: of a gang that already stands, only it is placed (a best-effort member). Returns why
+        nothing could be placed, or None."""
+        with self._busy_lock:
+            self._busy[ref.key] = self._busy.get(ref.key, 0) + 1
+        try:
+            with self._serial:
+                return self._plan(ref, force=force, for_pod=for_pod)
+        finally:
+            with self._busy_lock:
+                left = self._busy.pop(ref.key) - 1
+                if left:
+                    self._busy[ref.key] = left
 
-    def _plan_serially(self, ref: GangRef, *, request_pod: Pod | None, force: bool) -> None:
-        self.expire()
+    def _plan(self, ref: GangRef, *, force: bool, for_pod: str | None) -> str | None:
         for _ in range(_MAX_ATTEMPTS):
-            with self._ledger.lock:
-                record = self._ledger.record(ref)
-                if not force and not _stale(record, self._ledger.epoch):
-                    return
-                fixed = dict(record.fixed)
-                held = {pod: r.node for pod, r in self._ledger.book.of_gang(ref.key).items()}
-                excluded = record.excluded_now(self._clock())
-                reserved = self._ledger.book.reserved_by_node(excluding=ref.key)
-                epoch = self._ledger.epoch
-                record.dirty = False
-                record.planning = True
-            members = gang_members(self._store, ref, request_pod=request_pod)
-            if isinstance(members, str) or (reason := members.not_ready_reason()) is not None:
-                waiting_reason = members if isinstance(members, str) else reason
-                self._settle(ref, state=GangState.WAITING, reason=waiting_reason or "", epoch=epoch)
+            basis = self._table.planning_basis(ref, now=self._clock())
+            if basis.fresh and not force:
+                return None
+            members = gang_members(self._store, ref)
+            if isinstance(members, str):  # no PodGang yet: Grove creates it before it ungates the pods
+                self._table.waiting(ref, reason=members, basis=basis, transient=True)
                 self._metrics.plans.labels("waiting").inc()
-                return
-            kept, only = fixed, None
-            if _guarantee_met(members, fixed):
-                # The gang already stands; what is left are best-effort extras, placed one by one as
-                # kube-scheduler asks, around everything the gang holds.
-                if request_pod is None or request_pod.key in held:
-                    self._settle_bound(ref, epoch=epoch)
-                    return
-                kept, only = {**held, **fixed}, request_pod.key
+                return members
+            waiting = members.not_ready_reason()
+            if waiting is not None:
+                self._table.waiting(ref, reason=waiting, basis=basis)
+                self._metrics.plans.labels("waiting").inc()
+                return waiting
+            facts = _facts(members, basis)
+            only = for_pod if for_pod in facts.pending and _stands(members, facts.bound) else None
+            placement = self._solve(members, facts, basis, only=only)
+            if not isinstance(placement, _Placement):
+                status, reason = placement
+                if only is None:
+                    self._table.infeasible(ref, reason=reason, proven=status != Status.TIMED_OUT, basis=basis)
+                return reason
+            outcome = placement.outcome
+            commit = PlanCommit(
+                assignment=dict(outcome.result.assignment),
+                kept=placement.kept,
+                demands=outcome.demands,
+                groups=outcome.groups,
+                min_replicas=outcome.min_replicas,
+                bound=facts.bound,
+                placement_score=outcome.result.placement_score,
+                ttl_seconds=self._window(len(facts.pending) - len(facts.ready)),
+            )
+            if self._table.planned(ref, commit=commit, basis=basis, now=self._clock()):
+                log.info(
+                    "planned gang=%s pods=%d kept=%d score=%s seconds=%.4f",
+                    ref.key,
+                    len(commit.assignment),
+                    len(commit.kept),
+                    outcome.result.placement_score,
+                    outcome.result.solve_seconds,
+                )
+                return None
+            force = True  # a member was lost or became ready elsewhere while we solved: plan again around it
+        log.warning("plan kept changing under the solver gang=%s attempts=%d", ref.key, _MAX_ATTEMPTS)
+        return f"gang {ref.key} kept changing while it was planned; retry"
+
+    def _solve(
+        self, members: GangMembers, facts: _Facts, basis: PlanBasis, *, only: str | None
+    ) -> _Placement | tuple[Status, str]:
+        """Try the placements from least to most disturbing; the first that places the gang wins."""
+        if only is None and _stands(members, facts.bound):
+            # The guarantee is met by bound members: nothing to solve until a best-effort member asks.
+            outcome = PlanOutcome(Result(status=Status.PLACED), {}, _groups(members), _minimums(members))
+            return _Placement(outcome, {**facts.kept, **facts.ready})
+        tiers: list[tuple[Mapping[str, str], Mapping[str, str]]] = [(facts.ready, facts.kept)]
+        if only is None:
+            if facts.kept:
+                tiers.append((facts.ready, {}))
+            if facts.ready:
+                tiers.append(({}, {}))
+        refusal: tuple[Status, str] = (Status.INFEASIBLE, "")
+        for ready, kept in tiers:
             outcome = plan_gang(
                 members=members,
+                bound=facts.bound,
+                ready=ready,
+                kept=kept,
+                excluded=basis.excluded,
+                reserved=basis.reserved_elsewhere,
                 store=self._store,
                 topologies=self._topologies,
-                reserved=reserved,
-                fixed=kept,
-                excluded=excluded,
                 solver=self._solver,
-                options=self._config.solve,
+                options=self._options,
                 only=only,
             )
-            if self._commit(ref, outcome=outcome, fixed=fixed, kept=kept, extra=only is not None, epoch=epoch):
-                return
-            force = True  # members reached the barrier while we solved: plan again around them
-        log.warning("plan kept changing under the solver gang=%s attempts=%d", ref.key, _MAX_ATTEMPTS)
-
-    def _commit(
-        self,
-        ref: GangRef,
-        *,
-        outcome: PlanOutcome,
-        fixed: dict[str, str],
-        kept: dict[str, str],
-        extra: bool,
-        epoch: int,
-    ) -> bool:
-        """Install the plan unless members reached the barrier meanwhile (then the caller plans again).
-
-        ``kept`` pods keep their node (fixed at the barrier, or already reserved when planning an extra)."""
-        result = outcome.result
-        self._metrics.solve_seconds.observe(result.solve_seconds)
-        with self._ledger.lock:
-            record = self._ledger.record(ref)
-            if record.fixed != fixed:
-                return False
-            statement = self._ledger.book.statement(ref.key)
-            for pod, node in kept.items():
-                statement.reserve(pod=pod, node=node, demand=self._demand(pod, outcome))
-            placed = result.status == Status.PLACED
-            if placed:
-                for pod, node in result.assignment.items():
-                    statement.reserve(pod=pod, node=node, demand=outcome.demands[pod])
-            statement.commit(now=self._clock(), ttl=self._config.reservation_ttl_seconds)
-            record.groups = dict(outcome.groups)
-            record.planned_at = self._clock()
-            record.epoch = epoch
-            record.plan = {**dict(result.assignment), **kept} if placed else dict(kept)
-            record.reason = "" if placed else result.reason or f"no placement found ({result.status})"
-            if extra:
-                record.state = GangState.BOUND  # an extra that does not fit leaves the standing gang as it is
-            elif placed:
-                record.state = GangState.BINDING if fixed else GangState.PLANNED
-                record.placement_score = result.placement_score
-            else:
-                record.state = GangState.INFEASIBLE
-                # Out of time is not a proof: let the next filter try again rather than wait for capacity to free.
-                record.dirty = record.dirty or result.status == Status.TIMED_OUT
-        self._metrics.plans.labels(str(result.status)).inc()
-        log.info(
-            "planned gang=%s status=%s pods=%d score=%s seconds=%.4f reason=%s",
-            ref.key,
-            result.status,
-            len(result.assignment),
-            result.placement_score,
-            result.solve_seconds,
-            result.reason,
-        )
-        return True
-
-    def _demand(self, pod_key: str, outcome: PlanOutcome) -> dict[str, int]:
-        if pod_key in outcome.demands:
-            return dict(outcome.demands[pod_key])
-        pod = self._store.pod(pod_key)
-        return dict(self._store.requests_of(pod)) if pod is not None else {}
-
-    def _settle_bound(self, ref: GangRef, *, epoch: int) -> None:
-        """The gang stands (found bound after a restart, or bound by us): nothing to plan ahead."""
-        with self._ledger.lock:
-            record = self._ledger.record(ref)
-            record.state = GangState.BOUND
-            record.reason = ""
-            record.epoch = epoch
-
-    def _settle(self, ref: GangRef, *, state: GangState, reason: str, epoch: int) -> None:
-        with self._ledger.lock:
-            record = self._ledger.record(ref)
-            record.state = state
-            record.reason = reason
-            record.epoch = epoch
-            if not record.fixed:
-                record.plan = {}
-                if self._ledger.book.release_gang(ref.key):
-                    self._ledger.epoch += 1
+            result = outcome.result
+            self._metrics.solve_seconds.observe(result.solve_seconds)
+            self._metrics.plans.labels(str(result.status)).inc()
+            if result.status == Status.PLACED:
+                return _Placement(outcome, {**kept, **ready})
+            refusal = (result.status, result.reason or f"gang {members.ref.key}: no placement found ({result.status})")
+        log.info("not placed gang=%s status=%s reason=%s", members.ref.key, refusal[0], refusal[1])
+        return refusal
 
 
-def _guarantee_met(members: GangMembers, fixed: dict[str, str]) -> bool:
-    """Every group has ``minReplicas`` members bound or waiting at the barrier."""
-    return all(
-        len(group.bound()) + sum(1 for pod in group.pods if pod.key in fixed) >= group.min_replicas
-        for group in members.groups
-    )
+@dataclass(frozen=True)
+class _Placement:
+    outcome: PlanOutcome
+    kept: Mapping[str, str]  # members that keep the node they had
 
 
-def _stale(record: GangRecord, epoch: int) -> bool:
-    """Whether a record's decision should be recomputed before it is used again."""
-    if record.dirty:
-        return True
-    return record.state in (GangState.WAITING, GangState.INFEASIBLE) and record.epoch != epoch
+def _facts(members: GangMembers, basis: PlanBasis) -> _Facts:
+    pending = frozenset(pod.key for group in members.groups for pod in group.pending())
+    bound = {pod.key: pod.spec.nodeName for group in members.groups for pod in group.bound()}
+    bound.update({pod: node for pod, node in basis.bound.items() if pod in pending})  # ours, not shown yet
+    ready = {pod: node for pod, node in basis.ready.items() if pod in pending and pod not in bound}
+    kept = {pod: node for pod, node in basis.plan.items() if pod in pending and pod not in bound and pod not in ready}
+    return _Facts(pending, bound, ready, kept)
+
+
+def _stands(members: GangMembers, bound: Mapping[str, str]) -> bool:
+    return all(sum(1 for pod in group.pods if pod.key in bound) >= group.min_replicas for group in members.groups)
+
+
+def _groups(members: GangMembers) -> dict[str, str]:
+    return {pod.key: group.name for group in members.groups for pod in group.pods}
+
+
+def _minimums(members: GangMembers) -> dict[str, int]:
+    return {group.name: group.min_replicas for group in members.groups}

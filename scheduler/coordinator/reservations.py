@@ -6,7 +6,7 @@ then ``commit`` them all at once (replacing the gang's previous reservations) or
 half-written plan. Reservations expire (``ttl``) so a gang that never reaches bind cannot hold capacity for ever,
 and are released pod by pod as the store reports the pod bound (it then counts as used capacity instead).
 
-Not thread-safe by itself: the coordinator holds its state lock around every call.
+Not thread-safe by itself: ``GangTable``, its only owner, holds its lock around every call.
 """
 
 from __future__ import annotations
@@ -100,17 +100,14 @@ class ReservationBook:
         return True
 
     def extend(self, gang: str, *, expires_at: float) -> None:
-        """Push a gang's expiry out (its members are at the bind barrier: the plan is being used)."""
+        """Push a gang's expiry out (its members keep becoming ready: the plan is being used)."""
         held = self._gangs.get(gang)
         if held is not None:
             held.expires_at = max(held.expires_at, expires_at)
 
-    def expire(self, now: float) -> list[str]:
-        """Drop every gang whose reservations expired by ``now``; returns their keys."""
-        expired = [gang for gang, held in self._gangs.items() if held.expires_at <= now]
-        for gang in expired:
-            self.release_gang(gang)
-        return expired
+    def expired(self, now: float) -> list[str]:
+        """Gangs whose reservations expired by ``now`` (the owner decides what to give back)."""
+        return [gang for gang, held in self._gangs.items() if held.expires_at <= now]
 
     def _install(self, gang: str, picks: dict[str, Reservation], *, now: float, ttl: float) -> None:
         self.release_gang(gang)

@@ -15,7 +15,7 @@ __all__ = ["READ_TIMEOUT", "WRITE_TIMEOUT", "ConnectError", "describe_error", "l
 
 log = logging.getLogger(__name__)
 
-# Bind calls arrive in parallel (a whole gang at a barrier), and the watches hold three connections for good:
+# A gang's release binds many pods in parallel, and the watches hold three connections for good:
 # the client's default pool (5 × CPUs) would make binds queue for a connection on a small node.
 POOL_SIZE = 64
 

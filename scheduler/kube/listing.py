@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube.connect import READ_TIMEOUT, response_json
+from scheduler.kube.connect import READ_TIMEOUT
 
 __all__ = [
     "CLUSTER_TOPOLOGY_BINDINGS",
@@ -20,14 +21,20 @@ __all__ = [
     "PODGANGS",
     "PODS",
     "ListExpiredError",
+    "PageDecoder",
     "Resource",
     "list_all",
+    "list_decoded",
 ]
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
 _LIST_ATTEMPTS = 3
+
+ItemT = TypeVar("ItemT")
+PageDecoder = Callable[[bytes], tuple[list[ItemT], dict[str, Any]]]
+"""A list page's body → its items and its ``metadata`` (``resourceVersion``, ``continue``)."""
 
 
 class ListExpiredError(RuntimeError):
@@ -80,15 +87,34 @@ def list_all(
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
-    """Every item of ``resource`` and the list's resourceVersion (the point a watch resumes from).
+    """Every item of ``resource`` as a JSON dict (with ``kind``/``apiVersion``), and the list's resourceVersion."""
 
-    Pages of ``page_size`` keep the API server's memory flat on large clusters. The pages form one consistent
-    snapshot; if the continue token expires half-way, the list restarts from scratch rather than mixing two points
-    in time. ``on_page`` hears the number of items fetched so far.
+    def raw(data: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        body = json.loads(data)
+        return [resource.stamp(item) for item in body.get("items") or []], body.get("metadata") or {}
+
+    return list_decoded(api_client, resource, decode=raw, page_size=page_size, on_page=on_page)
+
+
+def list_decoded(
+    api_client: client.ApiClient,
+    resource: Resource,
+    *,
+    decode: PageDecoder[ItemT],
+    page_size: int = PAGE_SIZE,
+    on_page: Callable[[int], None] | None = None,
+) -> tuple[list[ItemT], str]:
+    """Every item of ``resource`` as ``decode`` makes it, and the list's resourceVersion (the point a watch
+    resumes from).
+
+    Pages of ``page_size`` keep the API server's memory flat on large clusters, and each page is decoded as it
+    arrives, so a large cluster's raw JSON is never held whole. The pages form one consistent snapshot; if the
+    continue token expires half-way, the list restarts from scratch rather than mixing two points in time.
+    ``on_page`` hears the number of items fetched so far.
     """
     call = resource.list_call(api_client)
     for attempt in range(1, _LIST_ATTEMPTS + 1):
-        items: list[dict[str, Any]] = []
+        items: list[ItemT] = []
         token: str | None = None
         version = ""
         while True:
@@ -98,15 +124,19 @@ def list_all(
             if resource.field_selector:
                 kwargs["field_selector"] = resource.field_selector
             try:
-                body = response_json(call(**kwargs))
+                response = call(**kwargs)
             except ApiException as err:
                 if err.status == 410 and token:
                     log.warning("list expired mid-way kind=%s attempt=%d; restarting", resource.kind, attempt)
                     break
                 raise
-            metadata = body.get("metadata") or {}
+            try:
+                data = response.data
+            finally:
+                response.release_conn()
+            page, metadata = decode(data)
             version = version or str(metadata.get("resourceVersion") or "")
-            items.extend(resource.stamp(item) for item in body.get("items") or [])
+            items.extend(page)
             if on_page is not None:
                 on_page(len(items))
             token = metadata.get("continue") or None

@@ -6,6 +6,7 @@ or running in a pod (``KUBERNETES_SERVICE_HOST`` set) with neither of the others
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -52,8 +53,13 @@ class LiveCluster:
 
     def start(self, store: WatchedStore) -> None:
         """Start watching into ``store`` and campaigning for the Lease."""
-        self.threads = start_watchers(client=self.api_client, store=store, stop=self.stop)
+        self.threads = start_watchers(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
         self.threads.append(self.elector.start(self.stop))
+
+    def alive(self) -> bool:
+        """Every watch (and the elector) still runs: a dead watch would leave the store, and every decision made
+        on it, behind the API for good."""
+        return bool(self.threads) and not self.stop.is_set() and all(thread.is_alive() for thread in self.threads)
 
     def close(self, *, timeout: float = 5.0) -> None:
         """Stop the watches, release the Lease (so a standby takes over at once) and close the connections."""
@@ -61,6 +67,14 @@ class LiveCluster:
         for thread in self.threads:
             thread.join(timeout=timeout)
         self.api_client.close()  # type: ignore[no-untyped-call]
+
+
+def _freeze_heap() -> None:
+    """After the first list the mirror is most of the heap and lives as long as the process: move it out of the
+    collector's reach, as snapshot mode does after loading, so a full collection does not re-scan a cluster's
+    worth of objects on the hot path. Later changes are new objects, collected as usual."""
+    gc.freeze()
+    log.info("heap frozen after first sync objects=%d", gc.get_freeze_count())
 
 
 def connect_live(

@@ -52,7 +52,13 @@ def _api_message(err: ApiException) -> str:
 
 
 def write_error(action: str, err: Exception, *, timeout: float) -> WriteError:
-    """Translate a client failure into a ``WriteError`` that says what to do about it."""
+    """Translate a client failure into a ``WriteError`` that says what to do about it (and carries the status)."""
+    error = _write_error(action, err, timeout=timeout)
+    error.status = err.status if isinstance(err, ApiException) else None
+    return error
+
+
+def _write_error(action: str, err: Exception, *, timeout: float) -> WriteError:
     if isinstance(err, ApiException):
         said = _api_message(err)
         if err.status == 404:

@@ -1,19 +1,16 @@
-"""A fill run's figures: the JSON keys per policy (means over seeds), a Markdown table, and the plot of
-allocation share against gangs placed."""
+"""A fill run's figures: the JSON keys per policy (means over seeds) and a Markdown table (the plot is in
+``scheduler.packing.plot``: matplotlib is the optional 'bench' extra)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
-
-from matplotlib.figure import Figure
 
 from scheduler.packing.fill import FillRun
 from scheduler.replay.report import cell
 
-__all__ = ["fill_table", "summarise_fill", "write_fill_plot"]
+__all__ = ["fill_table", "summarise_fill"]
 
 
 def summarise_fill(runs: Sequence[FillRun]) -> dict[str, Any]:
@@ -69,29 +66,3 @@ def fill_table(snapshot: str, policies: Mapping[str, Mapping[str, Any]], *, seed
         rows.append(f"| {name} | {cells} | {ratio} |")
     title = f"### fill: {snapshot} (gangs drawn from {shapes}, {seeds} seeds, means at the first failure)"
     return "\n".join([title, "", header, rule, *rows, ""])
-
-
-def write_fill_plot(fills: Sequence[Mapping[str, Any]], path: str | Path) -> None:
-    """``fills``: the per-snapshot JSON objects (``{"snapshot", "policies"}``). One panel per snapshot: allocation
-    share against gangs placed — one thin line per seed and policy (every policy draws the same gangs, so until a
-    first failure the lines lie on each other), a dot where each run failed first, and per policy a thick line
-    through the mean share of the runs still placing."""
-    figure = Figure(figsize=(6 * max(1, len(fills)), 4.5))
-    axes = figure.subplots(1, max(1, len(fills)), squeeze=False)[0]
-    for axis, run in zip(axes, fills, strict=False):
-        for index, (name, metrics) in enumerate(run["policies"].items()):
-            color = f"C{index}"
-            curves = [entry["curve"] for entry in metrics["seeds"]]
-            for curve in curves:
-                axis.plot([p[0] for p in curve], [p[1] for p in curve], color=color, alpha=0.2, linewidth=0.6)
-                axis.plot([curve[-1][0]], [curve[-1][1]], "o", color=color, markersize=3)
-            longest = max((len(curve) for curve in curves), default=0)
-            mean = [statistics.fmean(c[k][1] for c in curves if len(c) > k) for k in range(longest)]
-            axis.plot(range(longest), mean, color=color, linewidth=2, label=f"{name} (mean of runs still placing)")
-        axis.set_title(Path(str(run["snapshot"])).name)
-        axis.set_xlabel("gangs placed")
-        axis.set_ylabel("share of GPUs allocated")
-        axis.set_ylim(0, 1.02)
-        axis.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)

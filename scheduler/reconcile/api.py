@@ -17,11 +17,34 @@ __all__ = [
     "ObjectKey",
     "OwnedKind",
     "ReconcileApi",
+    "ReplacedKind",
+    "StatusKind",
 ]
 
 KubeObject = dict[str, Any]
 ObjectKey = tuple[str, str]  # (namespace, name) of a PodCliqueSet
-OwnedKind = Literal["Pod", "PodGang", "Service"]
+OwnedKind = Literal[
+    "Pod",
+    "PodGang",
+    "Service",
+    "PodClique",
+    "PodCliqueScalingGroup",
+    "HorizontalPodAutoscaler",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+]
+StatusKind = Literal["PodGang", "PodClique", "PodCliqueScalingGroup"]
+ReplacedKind = Literal[
+    "PodGang",
+    "PodClique",
+    "PodCliqueScalingGroup",
+    "HorizontalPodAutoscaler",
+    "Service",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+]
 
 
 class ApiError(Exception):
@@ -71,14 +94,16 @@ class ReconcileApi(Protocol):
         """Create ``obj`` (kind and namespace from the object itself); returns the stored object."""
         ...
 
-    def replace_podgang(self, obj: KubeObject) -> KubeObject:
-        """PUT a PodGang (its ``metadata.resourceVersion`` is the precondition); status is not touched."""
+    def replace(self, obj: KubeObject) -> KubeObject:
+        """PUT an object of a ``ReplacedKind`` (its ``metadata.resourceVersion`` is the precondition, so a
+        PodClique scaled by a user or an HPA since we read it is a ``Conflict``, never overwritten); status is not
+        touched."""
         ...
 
-    def patch_podgang_status(
-        self, namespace: str, name: str, *, status: KubeObject, resource_version: str
+    def patch_status(
+        self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
     ) -> KubeObject:
-        """Merge-patch the PodGang's ``status`` subresource, conditional on ``resource_version``."""
+        """Merge-patch the object's ``status`` subresource, conditional on ``resource_version``."""
         ...
 
     def set_pod_scheduling_gates(
@@ -101,6 +126,7 @@ class ReconcileApi(Protocol):
         ...
 
     def changes(self, timeout: float) -> set[ObjectKey]:
-        """Block up to ``timeout`` seconds for changes to PodCliqueSets, PodGangs, Services or Grove pods and return
-        the PodCliqueSets they concern (by the objects' name or ``part-of`` label). Empty when nothing changed."""
+        """Block up to ``timeout`` seconds for changes to PodCliqueSets, PodCliques, PodCliqueScalingGroups,
+        PodGangs or Grove pods and return the PodCliqueSets they concern (by the objects' name or ``part-of``
+        label). Empty when nothing changed."""
         ...

@@ -1,10 +1,11 @@
 """The reconcile loop: read a PodCliqueSet and what exists for it, converge, report status.
 
 One ``reconcile`` is level-triggered and idempotent: it derives everything from the objects it lists, never from
-memory of an earlier pass, so a restart (or two passes in a row) neither duplicates nor loses a pod. Existing pods
-are recognised by their PodClique and pod-index labels plus our owner reference; a missing index is refilled with
-the lowest free one, as Grove does. Order inside a pass: delete what is no longer wanted, create missing pods
-(gated), create or update PodGangs listing them, then lift the gates Grove would lift.
+memory of an earlier pass, so a restart (or two passes in a row) neither duplicates nor loses a pod. Order inside
+a pass, as Grove's controllers order theirs: PodCliqueScalingGroups and PodCliques (whose live ``replicas`` say how
+many group replicas and pods there are), headless Services, HPAs and the startup-order identity (which the pods
+name), the pods (gated), PodGangs listing them, the gates Grove would lift, then status — and gang termination, which
+deletes what stayed broken too long for the next pass to recreate.
 """
 
 from __future__ import annotations
@@ -15,45 +16,36 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet
-from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ObjectKey, ReconcileApi
+from scheduler.reconcile.api import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
+from scheduler.reconcile.clique_sync import CliqueSync
 from scheduler.reconcile.defaults import with_defaults
-from scheduler.reconcile.desired import CliquePlan, Desired, desired_state
+from scheduler.reconcile.desired import LiveScale, desired_state
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gang_sync import GangSync
-from scheduler.reconcile.gangs import is_terminating, service_object
 from scheduler.reconcile.gates import lift_gates
 from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
-from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, base_gang_name
-from scheduler.reconcile.pods import pod_name, pod_object
+from scheduler.reconcile.limits import Limits
+from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
+from scheduler.reconcile.pod_sync import PodRefused, PodSync
 from scheduler.reconcile.reporting import StatusReporter
-from scheduler.reconcile.status import (
-    Clock,
-    pod_is_bound,
-)
+from scheduler.reconcile.status import Clock
+from scheduler.reconcile.supporting import SupportingObjects
 from scheduler.reconcile.topology_rules import topology_name
+from scheduler.reconcile.upkeep import Upkeep
 from scheduler.reconcile.validation import validate
 
-__all__ = ["Outcome", "Reconciler"]
+__all__ = ["DEFAULT_INITC_IMAGE", "Outcome", "Reconciler"]
 
 log = logging.getLogger(__name__)
-_NAME_ATTEMPTS = 5  # random-suffix collisions are ~1 in 14 million; five tries is plenty
+DEFAULT_INITC_IMAGE = "grove-extender:0.1.0"  # the image this package ships in; `reconcile --initc-image` overrides
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-class PodRefused(Exception):
-    """The API server rejected a pod built from a clique's podSpec (400/422): the spec is invalid."""
-
-    def __init__(self, error: FieldError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 @dataclass
@@ -72,6 +64,8 @@ class Reconciler:
     scheduler_name: str = "grove"
     rng: random.Random = field(default_factory=random.Random)
     clock: Clock = _utcnow
+    initc_image: str = DEFAULT_INITC_IMAGE
+    limits: Limits = field(default_factory=Limits)
 
     # --- loop ----------------------------------------------------------------------------------------------
 
@@ -121,7 +115,7 @@ class Reconciler:
         outcome = Outcome()
         raw = self.api.get_podcliqueset(namespace, name)
         if raw is None:
-            self._delete_orphans(namespace, name, outcome)
+            outcome.writes += self._delete_orphans(namespace, name)
             return outcome
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             return outcome  # the garbage collector removes what it owns
@@ -131,32 +125,70 @@ class Reconciler:
             errors = [FieldError(_path(e["loc"]), e["msg"]) for e in err.errors()]
             return self._rejected(raw, errors, outcome)
         pcs = with_defaults(user)
-        pods = self._owned(pcs, "Pod")
-        live_gangs = {g["metadata"]["name"]: g for g in self._owned(pcs, "PodGang")}
+        owned = list_owned_objects(self.api, pcs)
         binding = self._binding(pcs)
         accepted = (raw.get("status") or {}).get(SHAPE_STATUS_KEY)
         # Grove's create-only rules apply until we first accept the PodCliqueSet (or adopt objects made before).
-        creating = accepted is None and not pods and not live_gangs
-        errors = validate(pcs, binding=binding, creating=creating, scheduler_names=frozenset({self.scheduler_name}))
+        creating = accepted is None and not owned.pods and not owned.gangs
+        errors = validate(
+            pcs,
+            binding=binding,
+            creating=creating,
+            scheduler_names=frozenset({self.scheduler_name}),
+            limits=self.limits,
+        )
         if accepted is not None:
             errors += update_errors(accepted, pcs)
         if errors:
             return self._rejected(raw, errors, outcome)
-        desired = desired_state(pcs, binding)
+        desired = desired_state(pcs, binding, self._live_scale(owned))
+        groups, podcliques, outcome.writes = CliqueSync(self.api).sync(
+            pcs, desired=desired, live_groups=owned.groups, live_cliques=owned.cliques
+        )
+        # Before the pods: a pod naming a ServiceAccount that does not exist yet is refused by the API server.
+        outcome.writes += SupportingObjects(self.api).sync(pcs, desired=desired, owned=owned)
+        syncer = PodSync(self.api, rng=self.rng, scheduler_name=self.scheduler_name, initc_image=self.initc_image)
         try:
-            pods_by_clique = self._converge_pods(pcs, desired, pods, outcome)
+            pods_by_clique, writes = syncer.sync(pcs, cliques=desired.cliques(), podcliques=podcliques, pods=owned.pods)
         except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
             return self._rejected(raw, [refused.error], outcome)
-        self._converge_services(pcs, outcome)
-        syncer = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name)
-        gangs, writes = syncer.sync(pcs, desired=desired, live=live_gangs, pods_by_clique=pods_by_clique)
+        outcome.writes += writes
+        gangs, writes = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name).sync(
+            pcs, desired=desired, live=owned.gangs, pods_by_clique=pods_by_clique
+        )
         outcome.writes += writes
         lifted, outcome.gated = lift_gates(self.api, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique)
         outcome.writes += lifted
+        upkeep = Upkeep(api=self.api, clock=self.clock)
+        outcome.writes += upkeep.run(pcs, desired=desired, groups=groups, podcliques=podcliques, pods=pods_by_clique)
         outcome.writes += self._reporter().accepted(
             raw, pcs=pcs, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique, binding=binding
         )
         return outcome
+
+    def _live_scale(self, owned: OwnedObjects) -> LiveScale:
+        """What ``kubectl scale`` or an HPA set on the live objects; a count beyond the limits is ignored (the
+        template's applies) and said so, rather than creating a billion pods from one typo."""
+
+        def counts(objects: dict[str, KubeObject], kind: str) -> dict[str, int]:
+            found: dict[str, int] = {}
+            for name, obj in objects.items():
+                value = (obj.get("spec") or {}).get("replicas")
+                if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.limits.replicas:
+                    found[name] = value
+                else:
+                    log.warning(
+                        "ignoring replicas kind=%s name=%s replicas=%r limit=%d",
+                        kind,
+                        name,
+                        value,
+                        self.limits.replicas,
+                    )
+            return found
+
+        return LiveScale(
+            groups=counts(owned.groups, "PodCliqueScalingGroup"), cliques=counts(owned.cliques, "PodClique")
+        )
 
     def _reporter(self) -> StatusReporter:
         return StatusReporter(api=self.api, clock=self.clock)
@@ -167,10 +199,6 @@ class Reconciler:
         outcome.writes += self._reporter().rejected(raw, errors)
         return outcome
 
-    def _owned(self, pcs: PodCliqueSet, kind: Any) -> list[KubeObject]:
-        objects = self.api.list_owned(kind, namespace=pcs.metadata.namespace, part_of=pcs.metadata.name)
-        return [o for o in objects if _controlled_by(o, pcs.metadata.uid)]
-
     def _binding(self, pcs: PodCliqueSet) -> ClusterTopologyBinding | None:
         name = topology_name(pcs)
         raw = self.api.get_topology_binding(name) if name else None
@@ -180,81 +208,28 @@ class Reconciler:
             log.warning("unusable ClusterTopologyBinding name=%s", name)
             return None
 
-    def _delete_orphans(self, namespace: str, name: str, outcome: Outcome) -> None:
-        # The garbage collector does this on a real cluster; doing it too makes deletion prompt and GC-independent.
-        for kind in ("Pod", "PodGang", "Service"):
+    def _delete_orphans(self, namespace: str, name: str) -> int:
+        """The garbage collector does this on a real cluster; doing it too makes deletion prompt and
+        GC-independent. Objects the PodCliqueSet owned directly go; what they own goes with them."""
+        writes = 0
+        kinds: tuple[OwnedKind, ...] = (
+            "PodCliqueScalingGroup",
+            "PodClique",
+            "Pod",
+            "PodGang",
+            "Service",
+            "HorizontalPodAutoscaler",
+            "RoleBinding",
+            "Role",
+            "ServiceAccount",
+        )
+        for kind in kinds:
             for obj in self.api.list_owned(kind, namespace=namespace, part_of=name):
                 refs = obj["metadata"].get("ownerReferences") or []
                 if any(r.get("kind") == "PodCliqueSet" and r.get("name") == name for r in refs):
                     self.api.delete(kind, namespace=namespace, name=obj["metadata"]["name"])
-                    outcome.writes += 1
-
-    def _converge_pods(
-        self, pcs: PodCliqueSet, desired: Desired, pods: list[KubeObject], outcome: Outcome
-    ) -> dict[str, list[KubeObject]]:
-        cliques = desired.cliques()
-        kept: dict[tuple[str, int], KubeObject] = {}
-        # Live, bound, older-named pods first, so a duplicate index (never made by us) keeps the pod that runs.
-        for pod in sorted(pods, key=lambda p: (is_terminating(p), not pod_is_bound(p), p["metadata"]["name"])):
-            if _finished(pod) and not is_terminating(pod):
-                # Evicted or exited: it holds its index but will never run again, so make room for a new one.
-                self.api.delete("Pod", namespace=pcs.metadata.namespace, name=pod["metadata"]["name"])
-                outcome.writes += 1
-                continue
-            labels = pod["metadata"].get("labels") or {}
-            plan = cliques.get(labels.get(LABEL_PODCLIQUE, ""))
-            index = _index(labels.get(LABEL_POD_INDEX))
-            wanted = (
-                plan is not None
-                and index is not None
-                and index < plan.replicas
-                and labels.get(LABEL_PODGANG) == plan.gang
-                and (plan.fqn, index) not in kept
-            )
-            if wanted and plan is not None and index is not None:
-                kept[(plan.fqn, index)] = pod
-            elif not is_terminating(pod):
-                self.api.delete("Pod", namespace=pcs.metadata.namespace, name=pod["metadata"]["name"])
-                outcome.writes += 1
-        for plan in cliques.values():
-            for index in range(plan.replicas):  # lowest free index first
-                if (plan.fqn, index) not in kept:
-                    kept[(plan.fqn, index)] = self._create_pod(pcs, plan, index, outcome)
-        by_clique: dict[str, list[KubeObject]] = {}
-        for (fqn, _), pod in sorted(kept.items()):
-            by_clique.setdefault(fqn, []).append(pod)
-        return by_clique
-
-    def _create_pod(self, pcs: PodCliqueSet, plan: CliquePlan, index: int, outcome: Outcome) -> KubeObject:
-        for attempt in range(_NAME_ATTEMPTS):
-            name = pod_name(plan.fqn, self.rng)
-            pod = pod_object(pcs=pcs, clique=plan, index=index, name=name, scheduler_name=self.scheduler_name)
-            try:
-                created = self.api.create(pod)
-            except Conflict:
-                if attempt == _NAME_ATTEMPTS - 1:
-                    raise
-                continue
-            except ApiError as err:
-                if err.status not in (400, 422):
-                    raise
-                index_of = [c.name for c in pcs.spec.template.cliques].index(plan.template.name)
-                path = f"spec.template.cliques[{index_of}].spec.podSpec"
-                raise PodRefused(FieldError(path, f"the API server refused its pod: {err}")) from err
-            outcome.writes += 1
-            log.info("created pod=%s/%s gang=%s index=%d", pcs.metadata.namespace, name, plan.gang, index)
-            return created
-        raise AssertionError("unreachable")
-
-    def _converge_services(self, pcs: PodCliqueSet, outcome: Outcome) -> None:
-        live = {s["metadata"]["name"] for s in self._owned(pcs, "Service")}
-        wanted = {base_gang_name(pcs.metadata.name, r): r for r in range(max(pcs.spec.replicas, 0))}
-        for name in sorted(live - wanted.keys()):
-            self.api.delete("Service", namespace=pcs.metadata.namespace, name=name)
-            outcome.writes += 1
-        for name in sorted(wanted.keys() - live):
-            self.api.create(service_object(pcs, wanted[name]))
-            outcome.writes += 1
+                    writes += 1
+        return writes
 
 
 def _path(location: tuple[int | str, ...]) -> str:
@@ -263,15 +238,3 @@ def _path(location: tuple[int | str, ...]) -> str:
     for part in location:
         text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
     return text
-
-
-def _controlled_by(obj: KubeObject, uid: str) -> bool:
-    return any(r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
-
-
-def _finished(pod: KubeObject) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
-
-
-def _index(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None

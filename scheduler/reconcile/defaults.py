@@ -31,17 +31,20 @@ def with_defaults(pcs: PodCliqueSet) -> PodCliqueSet:
     template.headlessServiceConfig.setdefault("publishNotReadyAddresses", True)
     for clique in template.cliques:
         clique_spec = clique.spec
+        # Grove's defaulting reads the template as written: `replicas: 0` becomes 1, but minAvailable (and the
+        # HPA's minReplicas) default to the 0 written, which validation then refuses at minAvailable.
+        written = clique_spec.replicas
         if clique_spec.replicas == 0:
             clique_spec.replicas = 1
         if clique_spec.minAvailable is None:
-            clique_spec.minAvailable = clique_spec.replicas
+            clique_spec.minAvailable = written
         clique_spec.podSpec.setdefault("restartPolicy", "Always")
         clique_spec.podSpec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
-        if clique_spec.autoScalingConfig is not None:
-            clique_spec.autoScalingConfig.setdefault("minReplicas", clique_spec.replicas)
+        if clique_spec.autoScalingConfig is not None and clique_spec.autoScalingConfig.minReplicas is None:
+            clique_spec.autoScalingConfig.minReplicas = written
     for group in template.podCliqueScalingGroups:
         group.replicas = 1 if group.replicas is None else group.replicas
         group.minAvailable = 1 if group.minAvailable is None else group.minAvailable
-        if group.scaleConfig is not None:
-            group.scaleConfig.setdefault("minReplicas", group.replicas)
+        if group.scaleConfig is not None and group.scaleConfig.minReplicas is None:
+            group.scaleConfig.minReplicas = group.replicas
     return out

@@ -32,7 +32,13 @@ class FieldError:
     rule: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.rule}"
+        # Paths and rules carry the user's own keys and values: a key holding a newline must not break the one-line
+        # error a person or a log parser reads.
+        return _printable(f"{self.path}: {self.rule}")
+
+
+def _printable(text: str) -> str:
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def dns_subdomain_error(value: str) -> str | None:

@@ -63,7 +63,7 @@ class GangSync:
                 current["spec"] = obj["spec"]
                 current["metadata"]["labels"] = obj["metadata"]["labels"]
                 current["metadata"]["annotations"] = obj["metadata"].get("annotations", {})
-                current = self.api.replace_podgang(current)
+                current = self.api.replace(current)
                 writes += 1
             initialized = gang_initialized(gang, current)
             wanted_condition = (
@@ -84,8 +84,12 @@ class GangSync:
         if "phase" not in status and "phase" not in patch:
             patch["phase"] = "Pending"  # phase is required in PodGang status
         meta = gang["metadata"]
-        return self.api.patch_podgang_status(
-            meta["namespace"], meta["name"], status=patch, resource_version=meta["resourceVersion"]
+        return self.api.patch_status(
+            "PodGang",
+            namespace=meta["namespace"],
+            name=meta["name"],
+            status=patch,
+            resource_version=meta["resourceVersion"],
         )
 
 

@@ -10,19 +10,22 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.grove import SCHEDULER_GROUP, PodCliqueSet, PodGangTopologyConstraint
+from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
 from scheduler.reconcile.desired import GangPlan
 from scheduler.reconcile.names import (
     ANNOTATION_TOPOLOGY_NAME,
+    COMPONENT_HEADLESS_SERVICE,
     LABEL_COMPONENT,
     LABEL_MANAGED_BY,
+    LABEL_NAME,
     LABEL_PART_OF,
     LABEL_PCS_REPLICA_INDEX,
     LABEL_PODGANG,
     LABEL_SCHEDULER_NAME,
     MANAGED_BY,
     base_gang_name,
+    grove_labels,
 )
-from scheduler.reconcile.pods import KubeObject, owner_reference
 
 __all__ = ["is_terminating", "normalised_spec", "podgang_object", "service_object"]
 
@@ -92,7 +95,7 @@ def podgang_object(
         "name": gang.name,
         "namespace": pcs.metadata.namespace,
         "labels": labels,
-        "ownerReferences": [owner_reference(pcs)],
+        "ownerReferences": [controller_reference(pcs_owner(pcs))],
     }
     if annotations:
         metadata["annotations"] = annotations
@@ -113,19 +116,17 @@ def normalised_spec(spec: Mapping[str, Any]) -> Any:
 def service_object(pcs: PodCliqueSet, replica: int) -> KubeObject:
     """The headless Service ``<pcs>-<r>`` that gives pods their ``<hostname>.<subdomain>`` DNS names."""
     config = pcs.spec.template.headlessServiceConfig or {}
-    selector = {LABEL_PART_OF: pcs.metadata.name, LABEL_PCS_REPLICA_INDEX: str(replica)}
+    name = base_gang_name(pcs.metadata.name, replica)
+    # Grove's service.go: the selector is managed-by + part-of + replica index; the labels add name and component.
+    selector = grove_labels(pcs.metadata.name, **{LABEL_PCS_REPLICA_INDEX: str(replica)})
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": base_gang_name(pcs.metadata.name, replica),
+            "name": name,
             "namespace": pcs.metadata.namespace,
-            "labels": {
-                LABEL_MANAGED_BY: MANAGED_BY,
-                LABEL_COMPONENT: "pcs-headless-service",
-                **selector,
-            },
-            "ownerReferences": [owner_reference(pcs)],
+            "labels": {**selector, LABEL_NAME: name, LABEL_COMPONENT: COMPONENT_HEADLESS_SERVICE},
+            "ownerReferences": [controller_reference(pcs_owner(pcs))],
         },
         "spec": {
             "clusterIP": "None",

@@ -45,6 +45,7 @@ def lift_gates(
             api.set_pod_scheduling_gates(
                 meta["namespace"], meta["name"], gates=remaining, resource_version=meta["resourceVersion"]
             )
+            pod["spec"]["schedulingGates"] = remaining  # what the status computed later in this pass must see
             lifted += 1
     return lifted, waiting
 

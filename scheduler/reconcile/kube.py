@@ -19,7 +19,15 @@ from typing import Any, Literal
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
-from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
+from scheduler.reconcile.api import (
+    ApiError,
+    Conflict,
+    KubeObject,
+    NotFound,
+    ObjectKey,
+    OwnedKind,
+    StatusKind,
+)
 from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
 
 __all__ = ["KubeApi"]
@@ -28,11 +36,18 @@ log = logging.getLogger(__name__)
 
 _GROVE = "/apis/grove.io/v1alpha1"
 _SCHEDULER = "/apis/scheduler.grove.io/v1alpha1"
+_RBAC = "/apis/rbac.authorization.k8s.io/v1"
 _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
     "PodGang": (_SCHEDULER, "podgangs"),
     "PodCliqueSet": (_GROVE, "podcliquesets"),
+    "PodClique": (_GROVE, "podcliques"),
+    "PodCliqueScalingGroup": (_GROVE, "podcliquescalinggroups"),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
+    "Role": (_RBAC, "roles"),
+    "RoleBinding": (_RBAC, "rolebindings"),
 }
 _MERGE = "application/merge-patch+json"
 _WATCH_SECONDS = 300
@@ -137,18 +152,16 @@ class KubeApi:
         result: KubeObject = self._send("POST", _path(obj["kind"], obj["metadata"]["namespace"]), body=obj)
         return result
 
-    def replace_podgang(self, obj: KubeObject) -> KubeObject:
+    def replace(self, obj: KubeObject) -> KubeObject:
         meta = obj["metadata"]
-        result: KubeObject = self._send("PUT", _path("PodGang", meta["namespace"], meta["name"]), body=obj)
+        result: KubeObject = self._send("PUT", _path(obj["kind"], meta["namespace"], meta["name"]), body=obj)
         return result
 
-    def patch_podgang_status(
-        self, namespace: str, name: str, *, status: KubeObject, resource_version: str
+    def patch_status(
+        self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
     ) -> KubeObject:
         body = {"metadata": {"resourceVersion": resource_version}, "status": status}
-        result: KubeObject = self._send(
-            "PATCH", _path("PodGang", namespace, name, "status"), body=body, content_type=_MERGE
-        )
+        result: KubeObject = self._send("PATCH", _path(kind, namespace, name, "status"), body=body, content_type=_MERGE)
         return result
 
     def set_pod_scheduling_gates(
@@ -203,7 +216,15 @@ class KubeApi:
     def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
         """One daemon thread per watched collection, plus one that unblocks them on ``stop`` so they end promptly."""
         grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
-        targets = [("PodCliqueSet", None), ("PodGang", f"{LABEL_MANAGED_BY}={MANAGED_BY}"), ("Pod", grove_pods)]
+        ours = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        # PodCliques and PodCliqueScalingGroups: `kubectl scale` and HPAs change them, and each change is work.
+        targets = [
+            ("PodCliqueSet", None),
+            ("PodClique", ours),
+            ("PodCliqueScalingGroup", ours),
+            ("PodGang", ours),
+            ("Pod", grove_pods),
+        ]
         threads = [
             threading.Thread(target=self._watch_forever, args=(kind, selector, stop), name=f"watch-{kind}", daemon=True)
             for kind, selector in targets
@@ -215,12 +236,7 @@ class KubeApi:
 
     def _close_on_stop(self, stop: threading.Event) -> None:
         stop.wait()
-        with self._streams_lock:
-            streams = list(self._streams)
-        for response in streams:
-            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
-            with contextlib.suppress(Exception):  # the stream may have ended on its own meanwhile
-                (shutdown or response.close)()
+        self.close_streams()
 
     def _watch_forever(self, kind: str, selector: str | None, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -236,6 +252,25 @@ class KubeApi:
                 log.warning("watch restarting kind=%s error=%s", kind, err)
                 stop.wait(1.0)
 
+    def list_pods(self, namespace: str, selector: str) -> tuple[list[KubeObject], str]:
+        """Pods in ``namespace`` matching ``selector``, and the list's resourceVersion to watch from."""
+        document = self._send("GET", _path("Pod", namespace), query={"labelSelector": selector})
+        return document.get("items") or [], str((document.get("metadata") or {}).get("resourceVersion", ""))
+
+    def watch_pods(self, namespace: str, selector: str, version: str) -> Iterator[KubeObject]:
+        """Watch events (``{type, object}``) for those pods from ``version`` until the server ends the watch;
+        ``ApiError`` on 410 Gone or any refusal (relist then). ``close_streams`` ends it from another thread."""
+        return self._watch("Pod", selector, version, namespace=namespace)
+
+    def close_streams(self) -> None:
+        """Unblock every open watch (it ends with an error its reader handles)."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for response in streams:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
+            with contextlib.suppress(Exception):  # the stream may have ended on its own meanwhile
+                (shutdown or response.close)()
+
     def _relist(self, kind: str, selector: str | None) -> str:
         query = {"labelSelector": selector} if selector else None
         document = self._send("GET", _path(kind, self._namespace), query=query)
@@ -243,12 +278,14 @@ class KubeApi:
             self._emit(kind, item)
         return str((document.get("metadata") or {}).get("resourceVersion", ""))
 
-    def _watch(self, kind: str, selector: str | None, version: str) -> Iterator[KubeObject]:
+    def _watch(
+        self, kind: str, selector: str | None, version: str, *, namespace: str | None = None
+    ) -> Iterator[KubeObject]:
         query = {"watch": "true", "resourceVersion": version, "timeoutSeconds": str(_WATCH_SECONDS)}
         query["allowWatchBookmarks"] = "true"
         if selector:
             query["labelSelector"] = selector
-        response = self._send("GET", _path(kind, self._namespace), query=query, stream=True)
+        response = self._send("GET", _path(kind, namespace or self._namespace), query=query, stream=True)
         with self._streams_lock:
             self._streams.add(response)
         try:

@@ -8,18 +8,39 @@ handling of them. It is also the engine of ``reconcile --dry-run``. Test helpers
 
 from __future__ import annotations
 
-import copy
 import itertools
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar, get_args
 
-from scheduler.reconcile.api import ApiError, Conflict, KubeObject, NotFound, ObjectKey, OwnedKind
+from scheduler.reconcile.api import (
+    ApiError,
+    Conflict,
+    KubeObject,
+    NotFound,
+    ObjectKey,
+    OwnedKind,
+    ReplacedKind,
+    StatusKind,
+)
 from scheduler.reconcile.names import LABEL_PART_OF
 
 __all__ = ["InMemoryApi", "Write"]
 
+_T = TypeVar("_T")
+
+
+def _clone(value: _T) -> _T:
+    """A deep copy of JSON data (every object here is one); faster than ``copy.deepcopy`` (~95 µs vs ~150 µs a pod)."""
+    copied: _T = json.loads(json.dumps(value))
+    return copied
+
+
 _Key = tuple[str, str, str]  # (kind, namespace, name); namespace "" for cluster-scoped
+# Kinds whose status only its subresource writes: a create or a PUT never sets it.
+_STATUS_SUBRESOURCE = frozenset({"PodGang", "PodClique", "PodCliqueScalingGroup", "HorizontalPodAutoscaler"})
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,7 @@ class InMemoryApi:
     writes: list[Write] = field(default_factory=list)
     created: list[KubeObject] = field(default_factory=list)
     events: list[KubeObject] = field(default_factory=list)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))  # stamps creationTimestamp
     _pending: set[ObjectKey] = field(default_factory=set)
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -48,9 +70,9 @@ class InMemoryApi:
         key = (kind, meta.get("namespace", ""), meta["name"])
         stored = self.objects.get(key)
         if stored is None:
-            return self._store(copy.deepcopy(obj), new=True)
-        updated = copy.deepcopy(obj)
-        updated["metadata"] = {**stored["metadata"], **copy.deepcopy(meta)}
+            return self._store(_clone(obj), new=True)
+        updated = _clone(obj)
+        updated["metadata"] = {**stored["metadata"], **_clone(meta)}
         updated["metadata"]["generation"] = stored["metadata"].get("generation", 1) + int(
             obj.get("spec") != stored.get("spec")
         )
@@ -76,10 +98,17 @@ class InMemoryApi:
         pod["spec"]["nodeName"] = node
         self._bump(pod)
 
-    def set_pod_ready(self, namespace: str, name: str) -> None:
+    def set_pod_ready(self, namespace: str, name: str, *, ready: bool = True) -> None:
         pod = self.objects[("Pod", namespace, name)]
-        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]}
         self._bump(pod)
+
+    def scale(self, kind: str, *, namespace: str, name: str, replicas: int) -> None:
+        """``kubectl scale`` (or an HPA): set ``spec.replicas`` through the scale subresource."""
+        stored = self._get(kind, namespace, name)
+        stored["spec"]["replicas"] = replicas
+        stored["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
+        self._bump(stored)
 
     def of_kind(self, kind: str) -> list[KubeObject]:
         return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
@@ -87,10 +116,10 @@ class InMemoryApi:
     # --- ReconcileApi --------------------------------------------------------------------------------------
 
     def list_podcliquesets(self) -> list[KubeObject]:
-        return copy.deepcopy(self.of_kind("PodCliqueSet"))
+        return _clone(self.of_kind("PodCliqueSet"))
 
     def get_podcliqueset(self, namespace: str, name: str) -> KubeObject | None:
-        return copy.deepcopy(self.objects.get(("PodCliqueSet", namespace, name)))
+        return _clone(self.objects.get(("PodCliqueSet", namespace, name)))
 
     def patch_podcliqueset_status(self, namespace: str, name: str, *, status: KubeObject) -> None:
         stored = self._get("PodCliqueSet", namespace, name)
@@ -99,51 +128,59 @@ class InMemoryApi:
         self._bump(stored)
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
-        return copy.deepcopy(self.objects.get(("ClusterTopologyBinding", "", name)))
+        return _clone(self.objects.get(("ClusterTopologyBinding", "", name)))
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
-        return [
-            copy.deepcopy(obj)
-            for (k, ns, _), obj in sorted(self.objects.items())
-            if k == kind and ns == namespace and obj["metadata"].get("labels", {}).get(LABEL_PART_OF) == part_of
+        found = [
+            (key, obj)
+            for key, obj in self.objects.items()
+            if key[0] == kind
+            and key[1] == namespace
+            and obj["metadata"].get("labels", {}).get(LABEL_PART_OF) == part_of
         ]
+        return [_clone(obj) for _, obj in sorted(found, key=lambda item: item[0])]
 
     def create(self, obj: KubeObject) -> KubeObject:
         meta = obj["metadata"]
         key = (obj["kind"], meta.get("namespace", ""), meta["name"])
         if key in self.objects:
             raise Conflict(409, f'{obj["kind"]} "{meta["name"]}" already exists')
-        stored = copy.deepcopy(obj)
-        if obj["kind"] == "PodGang":
+        stored = _clone(obj)
+        if obj["kind"] in _STATUS_SUBRESOURCE:
             stored.pop("status", None)  # status has its own subresource: a create cannot set it
         if obj["kind"] == "Pod":
             stored["status"] = {"phase": "Pending"}
-        self.created.append(copy.deepcopy(obj))
+        self.created.append(_clone(obj))
         self._log("create", stored)
         return self._store(stored, new=True)
 
-    def replace_podgang(self, obj: KubeObject) -> KubeObject:
-        meta = obj["metadata"]
-        stored = self._get("PodGang", meta["namespace"], meta["name"])
+    def replace(self, obj: KubeObject) -> KubeObject:
+        meta, kind = obj["metadata"], obj["kind"]
+        if kind not in get_args(ReplacedKind):
+            raise ApiError(405, f"PUT {kind} is not something the reconciler does")
+        stored = self._get(kind, meta["namespace"], meta["name"])
         self._check_version(stored, meta.get("resourceVersion", ""))
-        updated = copy.deepcopy(obj)
+        updated = _clone(obj)
         if "status" in stored:
             updated["status"] = stored["status"]
         else:
             updated.pop("status", None)
-        updated["metadata"]["uid"] = stored["metadata"]["uid"]
+        for key in ("uid", "creationTimestamp"):
+            updated["metadata"][key] = stored["metadata"][key]
+        before = stored["metadata"].get("generation", 1)
+        updated["metadata"]["generation"] = before + int(updated.get("spec") != stored.get("spec"))
         self._log("replace", updated)
         return self._store(updated, new=False)
 
-    def patch_podgang_status(
-        self, namespace: str, name: str, *, status: KubeObject, resource_version: str
+    def patch_status(
+        self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
     ) -> KubeObject:
-        stored = self._get("PodGang", namespace, name)
+        stored = self._get(kind, namespace, name)
         self._check_version(stored, resource_version)
         stored["status"] = _merge(stored.get("status") or {}, status)
         self._log("patch-status", stored)
         self._bump(stored)
-        return copy.deepcopy(stored)
+        return _clone(stored)
 
     def set_pod_scheduling_gates(
         self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
@@ -153,7 +190,7 @@ class InMemoryApi:
         current = {gate["name"] for gate in stored["spec"].get("schedulingGates") or []}
         if not {gate["name"] for gate in gates} <= current:
             raise ApiError(422, "spec.schedulingGates: only deletion is allowed")
-        stored["spec"]["schedulingGates"] = copy.deepcopy(gates)
+        stored["spec"]["schedulingGates"] = _clone(gates)
         self._log("ungate", stored)
         self._bump(stored)
 
@@ -199,9 +236,10 @@ class InMemoryApi:
         if new:
             meta["uid"] = f"uid-{next(self._versions)}"
             meta.setdefault("generation", 1)
+            meta["creationTimestamp"] = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
         self.objects[(obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
         self._bump(obj)
-        return copy.deepcopy(obj)
+        return _clone(obj)
 
     def _bump(self, obj: KubeObject) -> None:
         obj["metadata"]["resourceVersion"] = str(next(self._versions))
@@ -226,12 +264,12 @@ def _keys(objects: Iterable[KubeObject]) -> set[ObjectKey]:
 
 def _merge(base: KubeObject, patch: KubeObject) -> KubeObject:
     """RFC 7386 JSON merge patch: objects merge key by key, ``None`` deletes, anything else replaces."""
-    merged: dict[str, Any] = copy.deepcopy(base)
+    merged: dict[str, Any] = _clone(base)
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
         elif isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = _merge(merged[key], value)
         else:
-            merged[key] = copy.deepcopy(value)
+            merged[key] = _clone(value)
     return merged

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 __all__ = [
     "ANNOTATION_TOPOLOGY_NAME",
+    "COMPONENT_HEADLESS_SERVICE",
+    "COMPONENT_HPA",
+    "COMPONENT_PCSG",
+    "COMPONENT_PCSG_PODCLIQUE",
+    "COMPONENT_PCS_PODCLIQUE",
+    "COMPONENT_POD_ROLE",
+    "COMPONENT_POD_ROLE_BINDING",
+    "COMPONENT_POD_SERVICE_ACCOUNT",
+    "GROVE_API_VERSION",
     "LABEL_BASE_PODGANG",
     "LABEL_COMPONENT",
     "LABEL_MANAGED_BY",
@@ -20,7 +29,9 @@ __all__ = [
     "MANAGED_BY",
     "base_gang_name",
     "clique_fqn",
+    "grove_labels",
     "pcsg_fqn",
+    "pod_role_name",
     "scaled_gang_name",
 ]
 
@@ -41,6 +52,27 @@ ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
 
 # Grove's value: tools that select Grove's objects by it (kubectl -l, dashboards) find ours too.
 MANAGED_BY = "grove-operator"
+GROVE_API_VERSION = "grove.io/v1alpha1"
+
+# Values of app.kubernetes.io/component, one per kind of object made for a PodCliqueSet (Grove's labels.go).
+COMPONENT_HEADLESS_SERVICE = "pcs-headless-service"
+COMPONENT_PCS_PODCLIQUE = "pcs-podclique"
+COMPONENT_PCSG_PODCLIQUE = "pcsg-podclique"
+COMPONENT_PCSG = "pcs-podcliquescalinggroup"
+COMPONENT_HPA = "pcs-hpa"
+COMPONENT_POD_ROLE = "pod-role"
+COMPONENT_POD_ROLE_BINDING = "pod-role-binding"
+COMPONENT_POD_SERVICE_ACCOUNT = "pod-service-account"
+
+
+def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
+    """``managed-by`` and ``part-of``, which every object made for a PodCliqueSet carries, plus ``extra``."""
+    return {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PART_OF: pcs, **extra}
+
+
+def pod_role_name(pcs: str) -> str:
+    """Role and RoleBinding that let the startup-order init container read pods: ``grove.io:pcs:<pcs>``."""
+    return f"grove.io:pcs:{pcs}"
 
 
 def clique_fqn(pcs: str, replica: int, clique: str) -> str:

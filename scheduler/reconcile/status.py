@@ -70,8 +70,8 @@ def _count(
 
 
 def base_gang_scheduled(base: GangPlan, pods_by_clique: Mapping[str, list[KubeObject]]) -> bool:
-    """Grove's 'base gang scheduled': every base PodGroup has ≥ minReplicas bound pods (we have no PodClique
-    objects, so their ``scheduledReplicas`` is counted from the pods themselves)."""
+    """Grove's 'base gang scheduled': every base PodGroup has ≥ minReplicas bound pods (its PodClique's
+    ``scheduledReplicas``, counted here from this pass's pods rather than from a status written a pass ago)."""
     return all(_count(pods_by_clique, clique, pod_is_bound) >= clique.min_available for clique in base.cliques)
 
 

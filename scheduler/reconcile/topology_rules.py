@@ -20,6 +20,7 @@ from scheduler.reconcile.fields import FieldError
 
 __all__ = [
     "ConstraintSite",
+    "binding_errors",
     "constraint_sites",
     "domains",
     "levels_condition",
@@ -61,7 +62,8 @@ def constraint_sites(pcs: PodCliqueSet) -> Iterator[ConstraintSite]:
 
 
 def topology_name(pcs: PodCliqueSet) -> str | None:
-    """The ClusterTopologyBinding a PodCliqueSet uses: the PCS-level ``topologyName`` (validation keeps all equal)."""
+    """The ClusterTopologyBinding a PodCliqueSet uses: the first ``topologyName`` at any level (validation keeps
+    them equal; a child-only constraint names it on the child)."""
     for site in constraint_sites(pcs):
         if site.constraint.topologyName:
             return site.constraint.topologyName
@@ -127,27 +129,83 @@ def _shape_errors(site: ConstraintSite) -> Iterator[tuple[str, str]]:
         yield f"{site.path}.packDomain", "is deprecated and forbidden on create; use pack.required"
 
 
+def binding_errors(binding: ClusterTopologyBinding) -> list[str]:
+    """Grove's ClusterTopologyBinding webhook: levels must not repeat a domain or a node-label key."""
+    problems = []
+    for field, values in (
+        ("domain", [lvl.domain for lvl in binding.spec.levels]),
+        ("key", [lvl.key for lvl in binding.spec.levels]),
+    ):
+        seen: set[str] = set()
+        for index, value in enumerate(values):
+            if value in seen:
+                problems.append(f"spec.levels[{index}].{field}: duplicate {field} {value!r}")
+            seen.add(value)
+    return problems
+
+
+_NAME_REQUIRED = "is required when topologyConstraint is set and cannot be inherited"
+_NAME_MISMATCH = "all topologyConstraint.topologyName values within a PodCliqueSet must match"
+
+
+def _effective_names(pcs: PodCliqueSet) -> tuple[str | None, list[FieldError]]:
+    """Grove's ``resolveEffectiveTopologyNameFieldErrors``: a PCS constraint needs its own ``topologyName``; a
+    scaling group's may inherit the PCS's; a clique's its group's, else the PCS's. All must be one name."""
+    template = pcs.spec.template
+    found: list[tuple[str, str]] = []  # (path of topologyName, effective name)
+    errors: list[FieldError] = []
+
+    def resolve(path: str, constraint: TopologyConstraint, inherited: str | None) -> str | None:
+        name = constraint.topologyName or inherited
+        if not name:
+            errors.append(FieldError(f"{path}.topologyName", _NAME_REQUIRED))
+            return None
+        found.append((f"{path}.topologyName", name))
+        return name
+
+    root = template.topologyConstraint
+    pcs_name = resolve(f"{_TEMPLATE}.topologyConstraint", root, None) if root else None
+    group_name: dict[str, str] = {}
+    for index, group in enumerate(template.podCliqueScalingGroups):
+        if group.topologyConstraint is not None:
+            path = f"{_TEMPLATE}.podCliqueScalingGroups[{index}].topologyConstraint"
+            if name := resolve(path, group.topologyConstraint, pcs_name):
+                for clique in group.cliqueNames:
+                    group_name.setdefault(clique, name)
+    for index, member in enumerate(template.cliques):
+        if member.topologyConstraint is not None:
+            inherited = group_name.get(member.name) or pcs_name
+            resolve(f"{_TEMPLATE}.cliques[{index}].topologyConstraint", member.topologyConstraint, inherited)
+    reference = found[0][1] if found else None
+    errors += [
+        FieldError(path, f"{_NAME_MISMATCH} ({name!r} ≠ {reference!r})") for path, name in found if name != reference
+    ]
+    return reference, errors
+
+
 def topology_errors(pcs: PodCliqueSet, binding: ClusterTopologyBinding | None) -> list[FieldError]:
-    """Grove's create-time topology checks; ``binding`` is the one named by the PCS ``topologyName`` (or None)."""
+    """Grove's create-time topology checks; ``binding`` is the one named by the constraints' ``topologyName``."""
     sites = list(constraint_sites(pcs))
     if not sites:
         return []
     errors = [FieldError(path, rule) for site in sites for path, rule in _shape_errors(site)]
-    root = pcs.spec.template.topologyConstraint
-    name = root.topologyName if root else None
-    if not name:
-        errors.append(FieldError(f"{_TEMPLATE}.topologyConstraint.topologyName", "is required when any level packs"))
-        return errors
-    by_path = {site.path: site for site in sites}
-    for site in sites:
-        own = site.constraint.topologyName
-        if own and own != name:
-            errors.append(FieldError(f"{site.path}.topologyName", f"must equal the PodCliqueSet's {name!r}"))
+    name, name_errors = _effective_names(pcs)
+    if name_errors or name is None:
+        return errors + name_errors
     if binding is None or binding.metadata.name != name:
         errors.append(
             FieldError(f"{_TEMPLATE}.topologyConstraint.topologyName", f"ClusterTopologyBinding {name!r} not found")
         )
         return errors
+    if problems := binding_errors(binding):
+        errors.append(
+            FieldError(
+                f"{_TEMPLATE}.topologyConstraint.topologyName",
+                f"ClusterTopologyBinding {name!r} is invalid: {'; '.join(problems)}",
+            )
+        )
+        return errors
+    by_path = {site.path: site for site in sites}
     order = {level.domain: index for index, level in enumerate(binding.spec.levels)}
     for site in sites:
         for field, domain in (

@@ -20,11 +20,13 @@ from scheduler.reconcile.fields import (
     label_value_error,
     qualified_name_error,
 )
+from scheduler.reconcile.limits import Limits, limit_errors
 from scheduler.reconcile.topology_rules import topology_errors
 
-__all__ = ["STARTUP_TYPES", "FieldError", "validate"]
+__all__ = ["DEFAULT_SCHEDULER", "STARTUP_TYPES", "FieldError", "validate"]
 
 STARTUP_TYPES = ("CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder", "CliqueStartupTypeExplicit")
+DEFAULT_SCHEDULER = "default-scheduler"  # Grove's default profile, always enabled
 MAX_NAME_BUDGET = 45  # len(pcs) + len(pcsg) + len(clique): keeps generated pod names and hostnames ≤ 63
 _ANNOTATIONS_MAX_BYTES = 256 * 1024
 _TEMPLATE = "spec.template"
@@ -36,9 +38,10 @@ def validate(
     binding: ClusterTopologyBinding | None,
     creating: bool,
     scheduler_names: frozenset[str],
+    limits: Limits | None = None,
 ) -> list[FieldError]:
     """Every rule ``pcs`` breaks, in field order; empty when it is valid."""
-    errors: list[FieldError] = []
+    errors: list[FieldError] = limit_errors(pcs, limits or Limits())
     if problem := dns_subdomain_error(pcs.metadata.name):
         errors.append(FieldError("metadata.name", problem))
     if pcs.spec.replicas < 0:
@@ -114,15 +117,14 @@ def _replica_errors(path: str, clique: PodCliqueTemplate) -> list[FieldError]:
         )
     scaling = spec.autoScalingConfig
     if scaling is not None:
-        low, high = int(scaling.get("minReplicas", spec.replicas)), scaling.get("maxReplicas")
+        low = scaling.minReplicas if scaling.minReplicas is not None else spec.replicas
+        high = scaling.maxReplicas
         scaling_path = f"{path}.spec.autoScalingConfig"
         if spec.minAvailable is not None and low < spec.minAvailable:
             errors.append(FieldError(f"{scaling_path}.minReplicas", f"must be ≥ minAvailable {spec.minAvailable}"))
-        if high is None:
-            errors.append(FieldError(f"{scaling_path}.maxReplicas", "is required"))
-        elif int(high) < low:
+        if high < low:
             errors.append(FieldError(f"{scaling_path}.maxReplicas", f"must be ≥ minReplicas {low}"))
-        elif int(high) < spec.replicas:
+        elif high < spec.replicas:
             errors.append(FieldError(f"{scaling_path}.maxReplicas", f"must be ≥ replicas {spec.replicas}"))
     return errors
 
@@ -206,16 +208,22 @@ def _find_cycle(edges: Mapping[str, list[str]]) -> list[str] | None:
 
 
 def _scheduler_errors(cliques: list[PodCliqueTemplate], scheduler_names: frozenset[str]) -> list[FieldError]:
+    """Grove's ``validateSchedulerNames``: an empty ``schedulerName`` is the default profile's
+    (``default-scheduler``, which is always enabled) before cliques are compared; every name must be enabled and
+    all cliques must end up on one scheduler. The reconciler routes the default profile's pods to itself."""
     errors = []
-    seen: set[str] = set()
+    enabled = scheduler_names | {DEFAULT_SCHEDULER}
+    resolved: list[str] = []
     for index, clique in enumerate(cliques):
-        name = str(clique.spec.podSpec.get("schedulerName") or "")
+        name = str(clique.spec.podSpec.get("schedulerName") or "") or DEFAULT_SCHEDULER
         path = f"{_TEMPLATE}.cliques[{index}].spec.podSpec.schedulerName"
-        if name and name not in scheduler_names:
-            errors.append(FieldError(path, f"scheduler {name!r} is not enabled (enabled: {sorted(scheduler_names)})"))
-        seen.add(name or "<default>")
-    if len(seen) > 1:
-        errors.append(FieldError(f"{_TEMPLATE}.cliques", f"all cliques must use one scheduler (got {sorted(seen)})"))
+        if name not in enabled:
+            errors.append(FieldError(path, f"scheduler {name!r} is not enabled (enabled: {sorted(enabled)})"))
+        resolved.append(name)
+    if len(set(resolved)) > 1:
+        errors.append(
+            FieldError(f"{_TEMPLATE}.cliques", f"all cliques must use one scheduler (got {sorted(set(resolved))})")
+        )
     return errors
 
 
@@ -257,9 +265,10 @@ def _group_errors(pcs: PodCliqueSet) -> list[FieldError]:
             errors.append(FieldError(f"{path}.replicas", f"must be > 0 (got {group.replicas})"))
         if minimum <= 0:
             errors.append(FieldError(f"{path}.minAvailable", f"must be > 0 (got {group.minAvailable})"))
-        elif minimum > replicas > 0:
+        elif minimum > replicas:
             errors.append(FieldError(f"{path}.minAvailable", f"must be ≤ replicas (got {minimum} > {replicas})"))
-        if group.scaleConfig is not None and int(group.scaleConfig.get("minReplicas", replicas)) < minimum:
+        low = group.scaleConfig.minReplicas if group.scaleConfig is not None else None
+        if low is not None and low < minimum:
             errors.append(FieldError(f"{path}.scaleConfig.minReplicas", f"must be ≥ minAvailable {minimum}"))
     for index, clique in enumerate(template.cliques):
         budget = len(pcs.metadata.name) + len(clique.name)

@@ -2,10 +2,14 @@
 
 The replay plays kube-scheduler's part: at a gang's arrival its PodGang and pods enter a ``ClusterStore``; to
 place it, each pending member goes through ``Coordinator.filter`` with the nodes kube-scheduler's own filters would
-pass (eligible and with room, counting the members it already assumed this cycle), then every member that got a
-node calls ``Coordinator.bind`` concurrently, as kube-scheduler's binding goroutines do, and the bind barrier
-releases them together. Binds land in the store through ``InMemoryClusterWriter``; at completion the pods and
-the PodGang are deleted. Whatever the coordinator bound is what the engine books.
+pass (eligible and with room, counting the members it already assumed this cycle), and every member that got a
+node calls ``Coordinator.bind`` concurrently, as kube-scheduler's binding goroutines do; the call that completes
+the gang makes the coordinator bind its ready members. Binds land in the store through ``InMemoryClusterWriter``;
+at completion the pods and the PodGang are deleted. Whatever the coordinator bound is what the engine books.
+
+The coordinator's clock is the step's own: every decision happens a day after the previous one, so what a gang
+that did not complete held (its reservations, its ready members) has expired by the next decision, as it would
+have in the real time between two retries, and the replay stays deterministic.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from scheduler.replay.decision import Decision, Free
 from scheduler.replay.solve_step import solve_options
 from scheduler.replay.workload import ReplayGang
 from scheduler.state.store import ClusterStore
+
+_DAY = 86_400.0
+
+
+async def _at_once(seconds: float) -> None:
+    await asyncio.sleep(0)
 
 
 class CoordinatorStep:
@@ -45,13 +55,16 @@ class CoordinatorStep:
         self.store.replace("PodGang", [])
         self.store.mark_synced()
         self.writer = InMemoryClusterWriter(self.store)
+        self._now = 0.0
         self.coordinator = Coordinator(
             store=self.store,
             writer=self.writer,
             solver=solve,
-            # The production barrier timeout: members reach bind one filter apart, and on a loaded machine a
-            # shorter one would refuse gangs serve would bind.
             config=CoordinatorConfig(solve=options),
+            clock=lambda: self._now,
+            # Every member reaches bind within this one pass, so no call needs to wait for the rest: the ready
+            # members are bound by the call that completes the gang.
+            timer=_at_once,
         )
         self._names = [node.name for node in nodes]
         self._loop = asyncio.new_event_loop()
@@ -77,18 +90,21 @@ class CoordinatorStep:
         return self._loop.run_until_complete(self._schedule(gang, remaining, free))
 
     async def _schedule(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision:
+        self._now += _DAY
+        self.coordinator.expire()
         pods = {pod.key: pod for pod in gang.pods}
+        bound_before = self._bound(pods)
         room = {node: dict(vector) for node, vector in free.items()}
-        binds: dict[str, tuple[str, asyncio.Task[ExtenderBindingResult]]] = {}
-        reason = ""
+        binds: list[asyncio.Task[ExtenderBindingResult]] = []
+        reasons: list[str] = []
         for group in remaining.groups:
             for key in group.pods:
                 pod = pods[key]
                 reply = await self.coordinator.filter(ExtenderArgs(Pod=pod, NodeNames=self._fitting(group, room)))
                 if not reply.NodeNames:
-                    reason = reply.Error or next(iter(reply.FailedNodes.values()), "no node passed the filter")
+                    reasons.append(reply.Error or next(iter(reply.FailedNodes.values()), "no node passed the filter"))
                     if not binds:
-                        return Decision(reason=reason)  # refused as a whole: kube-scheduler binds nothing
+                        return Decision(reason=reasons[0])  # refused as a whole: kube-scheduler binds nothing
                     continue
                 node = reply.NodeNames[0]
                 for name, amount in group.demand.items():  # kube-scheduler assumes the pod on its node
@@ -96,17 +112,31 @@ class CoordinatorStep:
                 args = ExtenderBindingArgs(
                     PodName=pod.metadata.name, PodNamespace=pod.metadata.namespace, PodUID=pod.metadata.uid, Node=node
                 )
-                # The binding cycle runs beside the next pod's scheduling cycle: let it reach the barrier first.
-                binds[key] = (node, asyncio.create_task(self.coordinator.bind(args)))
+                # The binding cycle runs beside the next pod's scheduling cycle: let it reach the coordinator first.
+                binds.append(asyncio.create_task(self.coordinator.bind(args)))
                 await asyncio.sleep(0)
-        replies = await asyncio.gather(*(task for _, task in binds.values()))
-        bound = {key: node for (key, (node, _)), reply in zip(binds.items(), replies, strict=True) if not reply.Error}
-        # The binder writes PodGang status in the background; let it land before the score is read from it.
+        replies = await asyncio.gather(*binds)
+        reasons.extend(reply.Error for reply in replies if reply.Error)
+        # The coordinator writes PodGang status in the background; let it land before the score is read from it.
         others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
         await asyncio.gather(*others, return_exceptions=True)
-        if len(bound) < len(binds):
-            reason = next(reply.Error for reply in replies if reply.Error)
-        return Decision(bind=bound, placement_score=self._score(gang) if bound else None, reason=reason)
+        self._report()
+        bound = {key: node for key, node in self._bound(pods).items() if key not in bound_before}
+        return Decision(
+            bind=bound,
+            placement_score=self._score(gang) if bound else None,
+            reason="" if bound else (reasons[0] if reasons else "nothing was bound"),
+        )
+
+    def _bound(self, pods: Mapping[str, Pod]) -> dict[str, str]:
+        found = {key: self.store.pod(key) for key in pods}
+        return {key: pod.spec.nodeName for key, pod in found.items() if pod is not None and pod.spec.nodeName}
+
+    def _report(self) -> None:
+        """Write the PodGang status the background worker would (the placement score is read from it)."""
+        for kind, ref in self.coordinator.work.take(0):
+            if kind == "report":
+                self.coordinator.reporter.report(ref)
 
     def _fitting(self, group: GroupRequest, room: Mapping[str, Mapping[str, int]]) -> list[str]:
         """What kube-scheduler's in-tree filters hand the extender: eligible nodes with room for the pod."""

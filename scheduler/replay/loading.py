@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from scheduler.cluster_view import build_topology, holds_capacity
@@ -40,9 +41,9 @@ def load_workload(snapshot: Snapshot, *, levels: Sequence[Level] | None = None) 
             duration = float(raw) if raw is not None else -1.0
         except ValueError:
             duration = -1.0
-        if not duration > 0:
+        if not 0 < duration < math.inf:
             raise WorkloadError(
-                f"PodGang {gang.key}: metadata.annotations[{DURATION_ANNOTATION}] must be a positive number of "
+                f"PodGang {gang.key}: metadata.annotations[{DURATION_ANNOTATION}] must be a positive, finite number of "
                 f"seconds, got {raw!r}"
             )
         try:

@@ -19,7 +19,7 @@ from typing import Literal
 from api.grove import LABEL_PODGANG, PodGang
 from api.kube import Node, Pod, ResourceVector
 
-__all__ = ["ClusterStore", "EventType", "Kind", "StoreListener"]
+__all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "node_shape"]
 
 Kind = Literal["Node", "Pod", "PodGang"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -46,6 +46,21 @@ def _holds_capacity(pod: Pod) -> bool:
     return bool(pod.spec.nodeName) and not pod.terminal
 
 
+NodeShape = tuple[object, ...]
+
+
+def node_shape(node: Node, allocatable: ResourceVector) -> NodeShape:
+    """What placement reads of a Node: labels (topology, selectors), allocatable, schedulability and taints.
+    Kubelets rewrite their Node every few seconds (heartbeats in ``status.conditions``) without touching any of
+    it, so only a change here may invalidate a topology built from the nodes."""
+    return (
+        tuple(sorted(node.metadata.labels.items())),
+        tuple(sorted(allocatable.items())),
+        node.spec.unschedulable,
+        tuple((t.key, t.value, t.effect) for t in node.spec.taints),
+    )
+
+
 class ClusterStore:
     """Thread-safe mirror of the cluster. ``version`` grows on every change; listeners hear every change after it
     is visible to readers, on the writer's thread, and must return quickly (enqueue, do not work)."""
@@ -59,6 +74,7 @@ class ClusterStore:
         self._gang_pods: dict[str, set[str]] = {}
         self._requests: dict[str, ResourceVector] = {}
         self._allocatable: dict[str, ResourceVector] = {}
+        self._shapes: dict[str, NodeShape] = {}
         self._used: dict[str, ResourceVector] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
@@ -119,7 +135,8 @@ class ClusterStore:
 
     @property
     def node_version(self) -> int:
-        """Grows only when a Node changes: a topology built at one node version stays valid until the next."""
+        """Grows only when a Node appears, goes, or changes what placement reads of it (``node_shape``): a
+        topology built at one node version stays valid until the next; a heartbeat does not move it."""
         return self._node_version
 
     def nodes(self) -> list[Node]:
@@ -203,9 +220,13 @@ class ClusterStore:
             self._pods[key] = obj
             self._index_pod(obj, requests=reuse)
         elif isinstance(obj, Node):
-            self._node_version += 1
+            allocatable = obj.allocatable()
+            shape = node_shape(obj, allocatable)
+            if self._shapes.get(key) != shape:
+                self._node_version += 1
+                self._shapes[key] = shape
+                self._allocatable[key] = allocatable
             self._nodes[key] = obj
-            self._allocatable[key] = obj.allocatable()
         else:
             self._gangs[key] = obj
 
@@ -218,6 +239,7 @@ class ClusterStore:
         if kind == "Node":
             self._node_version += 1
             self._allocatable.pop(key, None)
+            self._shapes.pop(key, None)
             return self._nodes.pop(key)
         return self._gangs.pop(key)
 

@@ -3,7 +3,7 @@ writer, lease and recorder; the reconciler's ``KubeApi``).
 
 It is real HTTP on 127.0.0.1 that the official client talks to unchanged, with kube-apiserver's shapes: paths,
 ``<Kind>List`` pages, a global resourceVersion, chunked watches with bookmarks and 410 Gone, ``v1.Status`` errors,
-optimistic concurrency, status subresources, ``pods/binding``, scheduling-gate rules and owner cascades.
+optimistic concurrency, status and scale subresources, ``pods/binding``, scheduling-gate rules and owner cascades.
 Modules: ``resources`` (what is served, paths, Status), ``selectors``, ``store`` (state and semantics), ``http``
 (wire format), ``server`` (lifecycle and test steering).
 """
@@ -13,11 +13,17 @@ from tests.fakeapi.resources import (
     CORE,
     CORE_EVENTS,
     EVENTS,
+    HPAS,
     LEASES,
     NODES,
+    PODCLIQUES,
+    PODCLIQUESCALINGGROUPS,
     PODCLIQUESETS,
     PODGANGS,
     PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
     SERVICES,
     TOPOLOGY_BINDINGS,
     resource_for,
@@ -28,11 +34,17 @@ __all__ = [
     "CORE",
     "CORE_EVENTS",
     "EVENTS",
+    "HPAS",
     "LEASES",
     "NODES",
+    "PODCLIQUES",
+    "PODCLIQUESCALINGGROUPS",
     "PODCLIQUESETS",
     "PODGANGS",
     "PODS",
+    "ROLEBINDINGS",
+    "ROLES",
+    "SERVICEACCOUNTS",
     "SERVICES",
     "TOPOLOGY_BINDINGS",
     "FakeApiServer",

@@ -39,6 +39,9 @@ class Request:
 
 class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of new connections (concurrent binds), and the
+    # client's retry waits a second or more: a stall kube-apiserver, listening with the kernel's limit, never has.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out and hung up (tests do this on purpose) is not a server error.
@@ -56,6 +59,9 @@ def handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     api: FakeApiServer
     protocol_version = "HTTP/1.1"  # keep-alive and chunked watches, as kube-apiserver speaks
+    # Headers and body go out in two writes: with Nagle's algorithm the second waits for the client's delayed ACK
+    # (40 ms a request on Linux). Go's net/http, hence kube-apiserver, sets TCP_NODELAY too.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
@@ -108,6 +114,11 @@ class _Handler(BaseHTTPRequestHandler):
             current = store.find(target.resource, target.namespace, target.name)
             if method == "GET" and sub in (None, "status"):
                 return 200, copy.deepcopy(current)
+            if sub == "scale" and method in ("GET", "PUT", "PATCH"):
+                if method == "PATCH" and request.headers.get("content-type") != _MERGE_PATCH:
+                    message = f"the fake serves merge patches only, not {request.headers.get('content-type')}"
+                    raise StatusError(415, "UnsupportedMediaType", message)
+                return 200, store.scale(target.resource, current, request.body if method != "GET" else None, method)
             if method == "PUT" and sub is None:
                 return 200, store.replace(target.resource, current, request.body)
             if method == "PATCH" and sub in (None, "status"):

@@ -13,15 +13,22 @@ __all__ = [
     "CORE",
     "CORE_EVENTS",
     "EVENTS",
+    "HPAS",
     "LEASES",
     "NODES",
+    "PODCLIQUES",
+    "PODCLIQUESCALINGGROUPS",
     "PODCLIQUESETS",
     "PODGANGS",
     "PODS",
     "RESOURCES",
+    "ROLEBINDINGS",
+    "ROLES",
+    "SERVICEACCOUNTS",
     "SERVICES",
     "TOPOLOGY_BINDINGS",
     "Resource",
+    "Scale",
     "StatusError",
     "parse_path",
     "resource_for",
@@ -32,13 +39,23 @@ CORE = "v1"
 
 
 @dataclass(frozen=True)
+class Scale:
+    """A CRD's ``scale`` subresource: the JSON paths (``.spec.replicas``) behind an ``autoscaling/v1`` Scale."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector: str | None = None
+
+
+@dataclass(frozen=True)
 class Resource:
-    """One served resource: its kind, whether it is namespaced, and whether ``status`` is a subresource (then
-    writes to the main resource never change status, and a create starts it afresh)."""
+    """One served resource: its kind, whether it is namespaced, whether ``status`` is a subresource (then
+    writes to the main resource never change status, and a create starts it afresh), and its ``scale``."""
 
     kind: str
     namespaced: bool
     status_subresource: bool = False
+    scale: Scale | None = None
 
     @staticmethod
     def api_version(key: str) -> str:
@@ -52,8 +69,14 @@ CORE_EVENTS = "v1/events"
 PODGANGS = "scheduler.grove.io/v1alpha1/podgangs"
 PODCLIQUESETS = "grove.io/v1alpha1/podcliquesets"
 TOPOLOGY_BINDINGS = "grove.io/v1alpha1/clustertopologybindings"
+PODCLIQUES = "grove.io/v1alpha1/podcliques"
+PODCLIQUESCALINGGROUPS = "grove.io/v1alpha1/podcliquescalinggroups"
 LEASES = "coordination.k8s.io/v1/leases"
 EVENTS = "events.k8s.io/v1/events"
+HPAS = "autoscaling/v2/horizontalpodautoscalers"
+SERVICEACCOUNTS = "v1/serviceaccounts"
+ROLES = "rbac.authorization.k8s.io/v1/roles"
+ROLEBINDINGS = "rbac.authorization.k8s.io/v1/rolebindings"
 
 RESOURCES: dict[str, Resource] = {
     NODES: Resource("Node", namespaced=False, status_subresource=True),
@@ -62,7 +85,26 @@ RESOURCES: dict[str, Resource] = {
     "v1/secrets": Resource("Secret", namespaced=True),
     CORE_EVENTS: Resource("Event", namespaced=True),
     PODGANGS: Resource("PodGang", namespaced=True, status_subresource=True),
-    PODCLIQUESETS: Resource("PodCliqueSet", namespaced=True, status_subresource=True),
+    PODCLIQUESETS: Resource(
+        "PodCliqueSet", namespaced=True, status_subresource=True, scale=Scale(".spec.replicas", ".status.replicas")
+    ),
+    # The paths of Grove's CRDs (and ours in deploy/crds): PodClique's selector field is `hpaPodSelector`.
+    PODCLIQUES: Resource(
+        "PodClique",
+        namespaced=True,
+        status_subresource=True,
+        scale=Scale(".spec.replicas", ".status.replicas", ".status.hpaPodSelector"),
+    ),
+    PODCLIQUESCALINGGROUPS: Resource(
+        "PodCliqueScalingGroup",
+        namespaced=True,
+        status_subresource=True,
+        scale=Scale(".spec.replicas", ".status.replicas", ".status.selector"),
+    ),
+    HPAS: Resource("HorizontalPodAutoscaler", namespaced=True, status_subresource=True),
+    SERVICEACCOUNTS: Resource("ServiceAccount", namespaced=True),
+    ROLES: Resource("Role", namespaced=True),
+    ROLEBINDINGS: Resource("RoleBinding", namespaced=True),
     TOPOLOGY_BINDINGS: Resource("ClusterTopologyBinding", namespaced=False, status_subresource=True),
     LEASES: Resource("Lease", namespaced=True),
     EVENTS: Resource("Event", namespaced=True),

@@ -29,11 +29,30 @@ def field_matches(obj: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
+def _terms(selector: str) -> list[str]:
+    """Split on the commas between terms, not those inside ``in (a,b)``."""
+    terms, depth, current = [], 0, ""
+    for char in selector:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(current)
+            current = ""
+        else:
+            current += char
+    return [term.strip() for term in [*terms, current] if term.strip()]
+
+
 def label_matches(obj: dict[str, Any], selector: str | None) -> bool:
-    """Equality-based label selector terms: ``k=v``, ``k==v``, ``k!=v``, ``k`` (exists) and ``!k`` (absent)."""
+    """Label selector terms: ``k=v``, ``k==v``, ``k!=v``, ``k`` (exists), ``!k`` (absent), and the set-based
+    ``k in (a,b)`` and ``k notin (a,b)``."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    for term in filter(None, (t.strip() for t in (selector or "").split(","))):
-        if "!=" in term:
+    for term in _terms(selector or ""):
+        if " in (" in term or " notin (" in term:
+            key, operator, rest = term.split(" ", 2)
+            values = {v.strip() for v in rest.strip().removeprefix("(").removesuffix(")").split(",")}
+            if (labels.get(key.strip()) in values) != (operator == "in"):
+                return False
+        elif "!=" in term:
             key, value = term.split("!=", 1)
             if labels.get(key) == value:
                 return False

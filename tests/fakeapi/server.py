@@ -3,7 +3,7 @@
 Tests seed and inspect state directly (``put``, ``apply``, ``get``, ``objects``, ``delete``), make history vanish
 (``compact``, ``expire_watches``, ``bookmark``), inject faults (``fail``), latency (``delay``) and races (``gate``),
 and read every request back (``requests``, ``requests_to``). Not implemented, on purpose: auth (tokens are only
-recorded), set-based label selectors, server-side apply, strategic merge and JSON patch.
+recorded), server-side apply, strategic merge and JSON patch.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, resource_for, status_body
+from tests.fakeapi.resources import PODS, RESOURCES, SERVICEACCOUNTS, Resource, StatusError, resource_for, status_body
 from tests.fakeapi.selectors import field_matches, label_matches, merge_patch
 
 __all__ = ["Store"]
@@ -96,6 +96,8 @@ class Store:
                 body.pop("status", None)
                 if resource == PODS:
                     body["status"] = {"phase": "Pending"}
+            if resource == PODS:
+                self._check_service_account(namespace, body, meta["name"])
             return self.save(resource, body)
 
     def replace(self, resource: str, current: Obj, body: Any) -> Obj:
@@ -122,6 +124,47 @@ class Store:
         if resource == PODS:
             _check_gates(current, updated)
         return self.save(resource, updated)
+
+    def scale(self, resource: str, current: Obj, body: Any, method: str) -> Obj:
+        """The ``scale`` subresource of a CRD, as kube-apiserver serves it: an ``autoscaling/v1`` Scale read from
+        the CRD's paths; a PUT or merge PATCH of it writes ``spec.replicas`` alone (generation bumps, as for any
+        spec change), conditional on the Scale's ``resourceVersion`` when it carries one."""
+        paths = RESOURCES[resource].scale
+        if paths is None:
+            raise StatusError(404, "NotFound", f"{resource} has no scale subresource")
+        if body is not None:
+            if not isinstance(body, dict):
+                raise StatusError(400, "BadRequest", "a Scale must be a JSON object")
+            self._check_version(resource, current, (body.get("metadata") or {}).get("resourceVersion"))
+            wanted = merge_patch(self._scale_of(resource, current), body) if method == "PATCH" else body
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                message = f'Scale.autoscaling "{current["metadata"]["name"]}" is invalid: spec.replicas: must be ≥ 0'
+                raise StatusError(422, "Invalid", message)
+            updated = copy.deepcopy(current)
+            _set_path(updated, paths.spec_replicas, replicas)
+            current = self.save(resource, updated)
+        return self._scale_of(resource, current)
+
+    @staticmethod
+    def _scale_of(resource: str, obj: Obj) -> Obj:
+        paths = RESOURCES[resource].scale
+        assert paths is not None
+        meta = obj["metadata"]
+        status: Obj = {"replicas": _get_path(obj, paths.status_replicas) or 0}
+        if paths.label_selector and (selector := _get_path(obj, paths.label_selector)):
+            status["selector"] = selector
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                key: meta[key]
+                for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if key in meta
+            },
+            "spec": {"replicas": _get_path(obj, paths.spec_replicas) or 0},
+            "status": status,
+        }
 
     def delete(self, resource: str, current: Obj, *, propagation: str | None) -> None:
         meta = current["metadata"]
@@ -202,6 +245,17 @@ class Store:
             return copy.deepcopy(obj)
 
     # --- internals (hold self.cond) ------------------------------------------------------------------------------
+
+    def _check_service_account(self, namespace: str, pod: Obj, name: str) -> None:
+        """The ServiceAccount admission plugin: a pod may only name an account that exists (``default`` always
+        does, as the token controller makes one per namespace)."""
+        account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        if account != "default" and (namespace, account) not in self.objects.get(SERVICEACCOUNTS, {}):
+            message = (
+                f'pods "{name}" is forbidden: error looking up service account {namespace}/{account}: '
+                f'serviceaccount "{account}" not found'
+            )
+            raise StatusError(403, "Forbidden", message)
 
     def _check_version(self, resource: str, current: Obj, sent: str | None) -> None:
         if sent and sent != current["metadata"]["resourceVersion"]:
@@ -288,6 +342,20 @@ def _seen_as(entry: _Entry, *, fields: str | None, labels: str | None) -> str | 
     if now:
         return "MODIFIED" if before else "ADDED"
     return "DELETED" if before else None
+
+
+def _get_path(obj: Obj, path: str) -> Any:
+    value: Any = obj
+    for key in path.strip(".").split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    *parents, last = path.strip(".").split(".")
+    for key in parents:
+        obj = obj.setdefault(key, {})
+    obj[last] = value
 
 
 def _check_gates(current: Obj, updated: Obj) -> None:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from api.grove import PodGang
 from scheduler.coordinator.status import scheduled_status
@@ -17,8 +14,7 @@ from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
 from tests.crd_schema import violations
 from tests.kube import objects as k
-
-DEPLOY = REPO_ROOT / "deploy"
+from tests.manifests import DEPLOY, documents, extender_args, find, scheduler_config
 
 # (apiGroup, resource) → verbs: exactly what the extender calls, nothing more (see scheduler/kube/).
 EXTENDER_PERMISSIONS = {
@@ -32,34 +28,10 @@ EXTENDER_PERMISSIONS = {
 }
 
 
-@functools.cache  # the files do not change during a run; parse them once
-def documents() -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for path in sorted(DEPLOY.rglob("*.yaml")):
-        found.extend((path, doc) for doc in yaml.safe_load_all(path.read_text()) if doc is not None)
-    return found
-
-
-def find(kind: str, name: str) -> dict[str, Any]:
-    matches = [doc for _, doc in documents() if doc["kind"] == kind and doc["metadata"]["name"] == name]
-    assert len(matches) == 1, f"expected one {kind} {name}, found {len(matches)}"
-    return matches[0]
-
-
-def scheduler_config() -> dict[str, Any]:
-    config: dict[str, Any] = yaml.safe_load(find("ConfigMap", "grove-scheduler-config")["data"]["config.yaml"])
-    return config
-
-
 def go_seconds(duration: str) -> float:
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", duration)
     assert match, f"not a Go duration this test understands: {duration}"
     return float(match[1]) * {"ms": 0.001, "s": 1, "m": 60}[match[2]]
-
-
-def extender_args() -> dict[str, str]:
-    container = find("Deployment", "grove-extender")["spec"]["template"]["spec"]["containers"][0]
-    return dict(arg.removeprefix("--").split("=", 1) for arg in container["args"] if "=" in arg)
 
 
 def test_every_manifest_parses_and_names_itself() -> None:
@@ -103,16 +75,16 @@ def test_scheduler_config_routes_by_profile_to_the_extender() -> None:
         "preempt",
     }
     assert extender["nodeCacheCapable"] is True
-    assert extender["enableHTTPS"] is False
     assert extender["ignorable"] is False
     service = find("Service", "grove-extender")
     port = service["spec"]["ports"][0]["port"]
-    assert extender["urlPrefix"] == f"http://grove-extender.{service['metadata']['namespace']}.svc:{port}"
+    assert extender["urlPrefix"] == f"https://grove-extender.{service['metadata']['namespace']}.svc:{port}"
 
 
-def test_barrier_timeout_is_below_the_scheduler_http_timeout() -> None:
+def test_bind_wait_is_well_below_the_scheduler_http_timeout() -> None:
     http_timeout = go_seconds(scheduler_config()["extenders"][0]["httpTimeout"])
-    assert float(extender_args()["barrier-timeout"]) < http_timeout
+    # Room for the answer to travel back and for the API server's own latency: at most half the timeout.
+    assert float(extender_args()["bind-wait"]) <= http_timeout / 2
 
 
 def test_second_scheduler_has_its_own_lease_and_the_scheduler_roles() -> None:
@@ -136,7 +108,7 @@ def test_extender_deployment_runs_two_replicas_with_probes() -> None:
     (container,) = pod["containers"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == "grove-extender"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"  # on the probe port: test_deploy_security
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["args"][0] == "serve" and "--in-cluster" in container["args"]
     assert extender_args()["lease-namespace"] == "$(POD_NAMESPACE)"

@@ -54,14 +54,18 @@ def test_a_gang_is_planned_bound_and_reported_through_the_api(fake: FakeApiServe
         store=store,
         writer=cluster.writer,
         leadership=cluster.elector,
-        # Both members do reach bind: the barrier must never give up first, however slow the machine.
-        config=CoordinatorConfig(barrier_timeout_seconds=60.0),
+        # Both members do reach bind: the first must still be waiting when the second completes the gang, however
+        # slow the machine (had it answered first, the release would still bind it, but this test reads the answers).
+        config=CoordinatorConfig(bind_wait_seconds=60.0),
         levels=choose_levels(levels_file=None, bindings=[]),
     )
     cluster.start(store)
     service.worker.start()
+    service.coordinator.add_liveness("planner", service.worker.alive)
+    service.coordinator.add_liveness("watches", cluster.alive)
     try:
         wait_for(service.coordinator.ready)
+        assert service.coordinator.healthy()
         assert not standby.elector.step(), "the second replica must stand by"
         pods = [store.pod(f"default/w-{i}") for i in range(2)]
 
@@ -106,6 +110,7 @@ def test_a_gang_is_planned_bound_and_reported_through_the_api(fake: FakeApiServe
         service.worker.stop()
         cluster.close()
         standby.close()
+    assert not service.coordinator.healthy(), "a stopped planner and closed watches are not healthy"
     lease = fake.get(LEASES, "grove-extender", "grove-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == "", "released on close"
 

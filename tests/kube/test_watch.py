@@ -162,6 +162,24 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
             thread.join(timeout=60)
 
 
+def test_on_synced_runs_once_after_the_store_is_synced(fake: FakeApiServer, api_client: ApiClient) -> None:
+    store, stop = CountingStore(), threading.Event()
+    heard: list[int] = []  # the store's synced-call count when the callback ran
+    threads = start_watchers(
+        client=api_client, store=store, stop=stop, watch_timeout=2, on_synced=lambda: heard.append(store.synced_calls)
+    )
+    try:
+        wait_for(lambda: heard != [])
+        fake.expire_watches(PODS)  # a relist later must not announce the first sync again
+        fake.put(PODS, k.pod("late"))
+        wait_for(lambda: "default/late" in store.names("Pod"))
+        assert heard == [1]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+
+
 def test_an_invalid_object_is_skipped_not_fatal(
     fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
 ) -> None:
@@ -173,6 +191,28 @@ def test_an_invalid_object_is_skipped_not_fatal(
     fake.put(PODGANGS, k.podgang("fine", pods=["y"]))
     wait_for(lambda: "default/fine" in store.names("PodGang"))
     assert "default/broken" not in store.names("PodGang")
+
+
+def test_a_node_reporting_an_absurd_gpu_count_is_kept_unusable(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kubelet or device plugin sets a node's capacity: one absurd value must neither crash the mirror nor leave
+    an older, usable version of that node in the store."""
+    store, _ = watching
+    wait_for(lambda: store.synced_calls == 1)
+    broken = k.node("gpu-1")
+    broken["status"]["allocatable"]["nvidia.com/gpu"] = "1e40"
+    fake.put(NODES, broken)
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and node.spec.unschedulable)
+    node = store.node("gpu-1")
+    assert node is not None and node.allocatable() == {}
+    assert "field=status.allocatable" in caplog.text and "nvidia.com/gpu" in caplog.text
+    fake.put(NODES, k.node("gpu-1"))  # the device plugin is fixed: the node is usable again
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and not node.spec.unschedulable)
+    fake.put(NODES, broken, silent=True)
+    fake.expire_watches(NODES)  # and a relist meets the bad value as well
+    wait_for(lambda: (node := store.node("gpu-1")) is not None and node.spec.unschedulable)
+    assert store.names("Node") == {"gpu-0", "gpu-1"}
 
 
 def test_large_lists_are_paged(fake: FakeApiServer, api_client: ApiClient) -> None:

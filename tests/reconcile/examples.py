@@ -13,9 +13,12 @@ from typing import Any
 import yaml
 
 from api.grove import PodCliqueSet
+from scheduler.reconcile.cliques import pcs_owner, podclique_object
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.defaults import with_defaults
+from scheduler.reconcile.desired import CliquePlan
 from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.pods import pod_object
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 POD_NAME = re.compile(r"^(?P<clique>.+)-[bcdfghjklmnpqrstvwxz2456789]{5}$")
@@ -28,6 +31,15 @@ def example(name: str) -> dict[str, Any]:
 
 def pcs_model(document: dict[str, Any]) -> PodCliqueSet:
     return with_defaults(PodCliqueSet.model_validate(document))
+
+
+def built_pod(pcs: PodCliqueSet, clique: CliquePlan, *, index: int, name: str) -> dict[str, Any]:
+    """The pod for ``clique`` as the controller builds it: from its PodClique (given the uid ``uid-of-<fqn>``)."""
+    podclique = podclique_object(pcs=pcs, clique=clique, owner=pcs_owner(pcs), template_hash="h")
+    podclique["metadata"]["uid"] = f"uid-of-{clique.fqn}"
+    return pod_object(
+        podclique=podclique, clique=clique, index=index, name=name, scheduler_name="grove", initc_image="initc:test"
+    )
 
 
 def cluster(*objects: dict[str, Any]) -> InMemoryApi:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,7 +26,8 @@ def test_dry_run_prints_the_list_it_would_create(capsys: pytest.CaptureFixture[s
     document = json.loads(out)
     assert document["kind"] == "List"
     kinds = Counter(item["kind"] for item in document["items"])
-    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1}
+    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6
+    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1, "PodClique": 6, "PodCliqueScalingGroup": 2}
     pods = [item for item in document["items"] if item["kind"] == "Pod"]
     assert all(pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}] for pod in pods)
     gangs = {item["metadata"]["name"]: item for item in document["items"] if item["kind"] == "PodGang"}
@@ -43,7 +45,8 @@ def test_dry_run_yaml_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
     other_code, other, _ = _dry_run(capsys, "-f", path, "--seed", "5")
     assert code == other_code == 0
     first, second = yaml.safe_load(out), yaml.safe_load(other)
-    assert len(first["items"]) == len(second["items"]) == 11  # 8 pods, 1 Service, 2 PodGangs
+    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques
+    assert len(first["items"]) == len(second["items"]) == 16
     assert first != second  # only the pod-name suffixes differ
 
 
@@ -53,7 +56,7 @@ def test_dry_run_refuses_an_invalid_pcs_naming_the_field(capsys: pytest.CaptureF
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(document))
     code, out, err = _dry_run(capsys, "-f", str(path))
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert "spec.template.cliques[0].spec.replicas: must be > 0" in err
 
 
@@ -61,7 +64,7 @@ def test_dry_run_refuses_an_invalid_pcs_naming_the_field(capsys: pytest.CaptureF
     ("args", "code", "message"),
     [
         pytest.param([], 2, "-f PCS.yaml is required", id="no-file"),
-        pytest.param(["-f", "/nonexistent.yaml"], 1, "No such file", id="missing-file"),
+        pytest.param(["-f", "/nonexistent.yaml"], 2, "No such file", id="missing-file"),
     ],
 )
 def test_dry_run_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], code: int, message: str) -> None:
@@ -90,3 +93,103 @@ def test_dry_run_with_a_topology_binding_translates_domains(capsys: pytest.Captu
         g["spec"]["topologyConstraint"] == {"packConstraint": {"required": "nvidia.com/gpu.clique"}} for g in gangs
     )
     assert all(g["metadata"]["annotations"]["grove.io/topology-name"] == "grove-topology" for g in gangs)
+
+
+def _set(document: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    target: Any = document
+    *parents, last = path.split(".")
+    for key in parents:
+        target = target[int(key)] if key.isdigit() else target[key]
+    target[int(last) if last.isdigit() else last] = value
+    return document
+
+
+_CLIQUE = "spec.template.cliques.0.spec"
+_CONTAINER = f"{_CLIQUE}.podSpec.containers.0.resources"
+
+
+# Issue 10's bad PodCliqueSet files: each hung, ran out of memory, crashed with a traceback or was accepted.
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        pytest.param(lambda d: _set(d, "spec.replicas", 1_000_000_000), "spec.replicas: must be ≤ 10000", id="pcs-1e9"),
+        pytest.param(
+            lambda d: _set(d, f"{_CLIQUE}.replicas", 1_000_000_000),
+            "spec.template.cliques[0].spec.replicas: must be ≤ 10000",
+            id="clique-1e9",
+        ),
+        pytest.param(
+            lambda d: _set(d, "spec.template.podCliqueScalingGroups.0.replicas", 10**6),
+            "spec.template.podCliqueScalingGroups[0].replicas: must be ≤ 10000",
+            id="group-1e6",
+        ),
+        pytest.param(lambda d: {"apiVersion": "v1", "kind": "List", "items": 5}, "items must be a list", id="items-5"),
+        pytest.param(
+            lambda d: _set(d, "metadata", None),
+            "items[0] (PodCliqueSet): metadata: must be an object",
+            id="metadata-null",
+        ),
+        pytest.param(
+            lambda d: _set(d, f"{_CONTAINER}.requests", {"cpu": "4x"}),
+            "spec.template.cliques[0].spec.podSpec.containers[0].resources.requests.cpu: '4x' is not a quantity",
+            id="cpu-4x",
+        ),
+        pytest.param(
+            lambda d: _set(d, f"{_CONTAINER}.requests", {"memory": "1e400"}),
+            "spec.template.cliques[0].spec.podSpec.containers[0].resources.requests.memory: '1e400'",
+            id="memory-1e400",
+        ),
+        pytest.param(
+            lambda d: _set(d, f"{_CONTAINER}.limits", {"nvidia.com/gpu": "9Ei"}),
+            "resources.limits.nvidia.com/gpu: '9Ei' must be between 0 and the int64 maximum",
+            id="gpu-beyond-int64",
+        ),
+        pytest.param(
+            lambda d: _set(d, "spec.replicas", True),
+            "spec.replicas: Input should be a valid integer",
+            id="replicas-true",
+        ),
+        pytest.param(
+            lambda d: _set(d, f"{_CLIQUE}.minAvailable", "2"),
+            "spec.minAvailable: Input should be a valid",
+            id="min-available-string",
+        ),
+    ],
+)
+def test_bad_pcs_file_exits_2_with_one_line_naming_the_item_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: Any, named: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(content(example("multinode-aggregated"))))
+    code, out, err = _dry_run(capsys, "-f", str(path))
+    assert (code, out) == (2, "")
+    assert named in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        pytest.param(b"kind: PodCliqueSet\nmetadata: {name: \xff\xfe}\n", "not UTF-8 text", id="not-utf8"),
+        pytest.param(b"[" * 50_000 + b"]" * 50_000, "nested too deeply", id="deep-yaml"),
+        pytest.param(b"kind: [unclosed", "not valid YAML or JSON", id="broken-yaml"),
+        pytest.param(b"- 1\n- 2\n", "must be a Kubernetes object", id="a-list-not-an-object"),
+    ],
+)
+def test_unreadable_pcs_file_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, raw: bytes, named: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(raw)
+    code, out, err = _dry_run(capsys, "-f", str(path))
+    assert (code, out) == (2, "")
+    assert named in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_limits_are_configurable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "pcs.yaml"
+    path.write_text(yaml.safe_dump(_set(example("multinode-aggregated"), "spec.replicas", 3)))
+    code, _, err = _dry_run(capsys, "-f", str(path), "--max-replicas", "2")
+    assert code == 2 and "spec.replicas: must be ≤ 2 (got 3)" in err
+    # 3 replicas × 2 group replicas × (1 leader + 3 workers) = 24 pods > 20
+    code, _, err = _dry_run(capsys, "-f", str(path), "--max-pods", "20")
+    assert code == 2 and "would have 24 pods; the reconciler's limit is 20" in err

@@ -59,16 +59,15 @@ def test_deleted_pod_is_replaced_at_its_own_index_and_listed_in_its_gang() -> No
 
 
 def _scale_group(api: InMemoryApi, name: str, replicas: int) -> None:
-    document = copy.deepcopy(api.objects[("PodCliqueSet", NS, name)])
-    document["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = replicas
-    api.apply(document)
+    """``kubectl scale pcsg <name> --replicas=N``: the live object's count, not the template's, after creation."""
+    api.scale("PodCliqueScalingGroup", namespace=NS, name=name, replicas=replicas)
 
 
 def test_aggregated_group_scaled_two_to_three_adds_one_gang_of_four() -> None:
     api = _converged(cluster(example("multinode-aggregated")))
     before = pod_names(api)
     assert pods_per_gang(api) == {"multinode-aggregated-0": 4, "multinode-aggregated-0-model-instance-0": 4}
-    _scale_group(api, "multinode-aggregated", 3)
+    _scale_group(api, "multinode-aggregated-0-model-instance", 3)
     _converged(api)
     assert pods_per_gang(api) == {
         "multinode-aggregated-0": 4,
@@ -84,7 +83,8 @@ def test_scale_down_removes_whole_gangs_and_their_pods() -> None:
     document["spec"]["replicas"] = 2
     api = _converged(cluster(document))
     assert len(api.of_kind("PodGang")) == 4 and len(api.of_kind("Service")) == 2
-    _scale_group(api, "multinode-aggregated", 1)
+    _scale_group(api, "multinode-aggregated-0-model-instance", 1)
+    _scale_group(api, "multinode-aggregated-1-model-instance", 1)
     _converged(api)
     assert pods_per_gang(api) == {"multinode-aggregated-0": 4, "multinode-aggregated-1": 4}
     document = copy.deepcopy(api.objects[("PodCliqueSet", NS, "multinode-aggregated")])
@@ -96,15 +96,45 @@ def test_scale_down_removes_whole_gangs_and_their_pods() -> None:
     assert [s["metadata"]["name"] for s in api.of_kind("Service")] == ["multinode-aggregated-0"]
 
 
-def test_clique_scale_down_deletes_highest_indices() -> None:
+def _indices(api: InMemoryApi, clique: str) -> list[str]:
+    pods = [p for p in api.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podclique"] == clique]
+    return sorted(p["metadata"]["labels"]["grove.io/podclique-pod-index"] for p in pods)
+
+
+def test_podclique_scale_in_removes_pods_in_groves_deletion_order_and_scale_out_refills_the_lowest_index() -> None:
+    # Mirrors Grove's deletionsort_test.go: unscheduled pods go before scheduled ones, whatever their index.
     document = example("multinode-aggregated")
-    document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 2  # minAvailable is frozen at creation
+    document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 1
     api = _converged(cluster(document))
-    document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 2
+    worker = "multinode-aggregated-0-model-instance-0-worker"
+    pods = {
+        p["metadata"]["labels"]["grove.io/podclique-pod-index"]: p
+        for p in api.of_kind("Pod")
+        if p["metadata"]["labels"]["grove.io/podclique"] == worker
+    }
+    for index in ("1", "2"):
+        api.bind_pod(NS, pods[index]["metadata"]["name"], "node-a")
+    api.scale("PodClique", namespace=NS, name=worker, replicas=2)
+    _converged(api)
+    assert _indices(api, worker) == ["1", "2"]  # index 0 was the one not scheduled
+    api.scale("PodClique", namespace=NS, name=worker, replicas=3)
+    _converged(api)
+    assert _indices(api, worker) == ["0", "1", "2"]  # the lowest free index is reused
+
+
+def test_template_replicas_apply_to_new_objects_only_once_they_exist_scaling_owns_the_count() -> None:
+    # Grove: PodClique and PodCliqueScalingGroup `replicas` come from the template only when they are created.
+    api = _converged(cluster(example("multinode-aggregated")))
+    document = copy.deepcopy(api.objects[("PodCliqueSet", NS, "multinode-aggregated")])
+    document["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 5
+    document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 4  # minAvailable stays 3 (frozen)
+    document["spec"]["template"]["cliques"][1]["spec"]["minAvailable"] = 3
+    document["spec"]["replicas"] = 2
     api.apply(document)
     _converged(api)
-    workers = [p for p in api.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podclique"].endswith("worker")]
-    assert sorted(p["metadata"]["labels"]["grove.io/podclique-pod-index"] for p in workers) == ["0", "0", "1", "1"]
+    # replica 0 keeps its live counts (2 group replicas × (1 leader + 3 workers)); replica 1 is new: 5 × (1 + 4)
+    assert sum(n for g, n in pods_per_gang(api).items() if g.startswith("multinode-aggregated-0")) == 8
+    assert sum(n for g, n in pods_per_gang(api).items() if g.startswith("multinode-aggregated-1")) == 25
 
 
 def test_deleting_the_pcs_removes_everything_it_created() -> None:
@@ -294,3 +324,19 @@ def test_pod_refused_by_the_api_server_marks_the_pcs_invalid_with_the_clique() -
     assert "image: Required value" in api.events[0]["message"]
     assert not api.of_kind("PodGang")  # no gang is published over pods that cannot all exist
     assert not any(not gated(p) for p in api.of_kind("Pod"))
+
+
+def test_live_reconciler_caps_replicas_and_ignores_a_scale_beyond_the_limit(caplog: Any) -> None:
+    # Issue 10: the live reconciler had no cap either; a PodClique scaled to 10^9 must not become 10^9 pods.
+    document = example("multinode-aggregated")
+    document["spec"]["template"]["cliques"][1]["spec"]["replicas"] = 1_000_000_000
+    api = cluster(document)
+    outcome = reconciler(api).reconcile(NS, "multinode-aggregated")
+    assert not outcome.valid and not api.of_kind("Pod")
+    assert any("spec.template.cliques[1].spec.replicas: must be ≤ 10000" in e for e in outcome.errors)
+    api = _converged(cluster(example("multinode-aggregated")))
+    before = pod_names(api)
+    api.scale("PodClique", namespace=NS, name="multinode-aggregated-0-model-instance-0-worker", replicas=10**9)
+    _converged(api)
+    assert pod_names(api) == before  # the template's 3 workers stay; the count is ignored and said so
+    assert "ignoring replicas kind=PodClique name=multinode-aggregated-0-model-instance-0-worker" in caplog.text

@@ -14,13 +14,13 @@ from kubernetes import client
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.kube import KubeApi
 from tests.crd_schema import crd_schema, pruned
-from tests.fakeapi import PODCLIQUESETS, Request, running
+from tests.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from tests.reconcile.examples import EXAMPLES, example
 
 DEPLOY = EXAMPLES.parent
 _REQUEST_PATH = re.compile(
-    r"^/(?:api/v1|apis/(?P<group>[a-z.]+)/v1alpha1)(?:/namespaces/[^/]+)?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?"
-    r"(?:/(?P<sub>status))?$"
+    r"^/(?:api/v1|apis/(?P<group>[a-z0-9.]+)/v[0-9a-z]+)(?:/namespaces/[^/]+)?/(?P<resource>[a-z]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|scale))?$"
 )
 
 
@@ -85,24 +85,34 @@ def _allowed() -> set[tuple[str, str, str]]:
 
 
 def test_rbac_allows_every_request_the_reconciler_makes() -> None:
+    # Every kind of call the real client makes: creates, template updates (PUT), status patches, scale-in deletes,
+    # HPAs, the startup-order identity, refusal events, topology lookups and the watches.
     broken = example("multinode-aggregated")
     broken["metadata"]["name"] = "broken"
     broken["spec"]["template"]["cliques"][0]["spec"]["replicas"] = -1
     topology = example("multinode-disaggregated")
     topology["spec"]["template"]["topologyConstraint"] = {"topologyName": "t", "pack": {"required": "rack"}}
+    ordered = example("training-scaled")  # Explicit startup: grove-initc, its ServiceAccount, Role, RoleBinding
+    ordered["spec"]["replicas"] = 1
+    autoscaled = example("multinode-aggregated")
+    autoscaled["metadata"]["name"] = "autoscaled"
+    autoscaled["spec"]["template"]["podCliqueScalingGroups"][0]["scaleConfig"] = {"maxReplicas": 4}
+    names = ("multinode-aggregated", "broken", "multinode-disaggregated", "training", "autoscaled")
     with running() as server:
-        for document in (example("multinode-aggregated"), broken, topology):
+        for document in (example("multinode-aggregated"), broken, topology, ordered, autoscaled):
             server.apply(document)
         api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
         stop = threading.Event()
         threads = api.start_watches(stop)
         reconciler = Reconciler(api)
-        for name in ("multinode-aggregated", "broken", "multinode-disaggregated"):
+        for name in names:
             reconciler.reconcile("default", name)
-        scaled = server.get(PODCLIQUESETS, "multinode-aggregated", "default")
-        assert scaled is not None
-        scaled["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
-        server.apply(scaled)
+        group = server.store.find(PODCLIQUESCALINGGROUPS, "default", "multinode-aggregated-0-model-instance")
+        server.store.scale(PODCLIQUESCALINGGROUPS, group, {"spec": {"replicas": 1}}, "PATCH")
+        relabelled = server.get(PODCLIQUESETS, "multinode-aggregated", "default")
+        assert relabelled is not None
+        relabelled["spec"]["template"]["cliques"][0]["labels"] = {"tier": "leader"}  # PodClique update (PUT)
+        server.apply(relabelled)
         reconciler.reconcile("default", "multinode-aggregated")
         api.changes(1.0)
         stop.set()
@@ -110,7 +120,16 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
             thread.join(timeout=60)
     made = {_verb(r) for r in server.requests}
     assert {("", "pods", "create"), ("", "pods", "patch"), ("", "pods", "delete"), ("", "events", "create")} <= made
-    assert ("grove.io", "clustertopologybindings", "get") in made
+    assert {
+        ("grove.io", "podcliques", "update"),
+        ("grove.io", "podcliques", "delete"),
+        ("grove.io", "podcliques/status", "patch"),
+        ("grove.io", "podcliquescalinggroups/status", "patch"),
+        ("autoscaling", "horizontalpodautoscalers", "create"),
+        ("rbac.authorization.k8s.io", "rolebindings", "create"),
+        ("", "serviceaccounts", "create"),
+        ("grove.io", "clustertopologybindings", "get"),
+    } <= made
     assert made - _allowed() == set()
 
 
@@ -124,3 +143,11 @@ def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
     assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
+
+
+def test_init_container_image_is_the_reconcilers_own() -> None:
+    # grove-initc runs `grove-extender initc`: the image the reconciler injects must be one that has it — its own.
+    (deployment,) = _documents(DEPLOY / "reconciler.yaml")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[command.index("--initc-image") + 1] == container["image"]

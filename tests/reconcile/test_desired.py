@@ -10,9 +10,9 @@ import pytest
 from api.grove import ClusterTopologyBinding, TopologyConstraint
 from scheduler.reconcile.desired import desired_state
 from scheduler.reconcile.gangs import podgang_object
-from scheduler.reconcile.pods import pod_name, pod_object
+from scheduler.reconcile.pods import pod_name
 from scheduler.reconcile.topology_rules import translate
-from tests.reconcile.examples import POD_NAME, example, pcs_model
+from tests.reconcile.examples import POD_NAME, built_pod, example, pcs_model
 
 
 def test_disaggregated_example_gives_thirteen_pods_in_grove_gangs() -> None:
@@ -43,7 +43,7 @@ def test_pod_carries_grove_names_labels_env_and_gate() -> None:
     scaled = desired_state(pcs, None).gangs[1]
     worker = scaled.cliques[1]
     name = pod_name(worker.fqn, random.Random(7))
-    pod = pod_object(pcs=pcs, clique=worker, index=2, name=name, scheduler_name="grove")
+    pod = built_pod(pcs, worker, index=2, name=name)
     match = POD_NAME.match(pod["metadata"]["name"])
     assert match and match["clique"] == "multinode-disaggregated-0-prefill-1-pworker"
     labels = pod["metadata"]["labels"]
@@ -72,10 +72,11 @@ def test_pod_carries_grove_names_labels_env_and_gate() -> None:
         "metadata.labels['grove.io/podclique-pod-index']"
     )
     owner = pod["metadata"]["ownerReferences"][0]
+    # Grove's chain: the pod's controller is its PodClique (whose own is the scaling group, then the PCS).
     assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
-        "PodCliqueSet",
-        "multinode-disaggregated",
-        "pcs-uid",
+        "PodClique",
+        worker.fqn,
+        f"uid-of-{worker.fqn}",
         True,
     )
 
@@ -88,7 +89,7 @@ def test_user_env_named_like_grove_env_is_replaced_not_duplicated() -> None:
     ]
     pcs = pcs_model(document)
     clique = desired_state(pcs, None).gangs[0].cliques[0]
-    env = pod_object(pcs=pcs, clique=clique, index=0, name="p", scheduler_name="grove")["spec"]["containers"][0]["env"]
+    env = built_pod(pcs, clique, index=0, name="p")["spec"]["containers"][0]["env"]
     names = [item["name"] for item in env]
     assert names.count("GROVE_PCS_NAME") == 1 and "MY_VAR" in names
     assert next(i for i in env if i["name"] == "GROVE_PCS_NAME")["value"] == "multinode-aggregated"

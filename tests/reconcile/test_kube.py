@@ -17,7 +17,7 @@ from scheduler.kube.connect import load_api_client
 from scheduler.reconcile.api import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.kube import KubeApi
-from tests.fakeapi import CORE_EVENTS, PODCLIQUESETS, PODGANGS, PODS, FakeApiServer, running
+from tests.fakeapi import CORE_EVENTS, PODCLIQUESCALINGGROUPS, PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import example, gated, pods_per_gang
 
 NS = "default"
@@ -64,10 +64,13 @@ def test_reconcile_over_http_creates_grove_objects_then_is_quiet(server: FakeApi
 def test_scale_down_over_http_deletes_the_gang_and_its_pods(server: FakeApiServer) -> None:
     api = _kube(server)
     Reconciler(api).reconcile(NS, "multinode-aggregated")
-    document = server.get(PODCLIQUESETS, "multinode-aggregated", NS)
-    assert document is not None
-    document["spec"]["template"]["podCliqueScalingGroups"][0]["replicas"] = 1
-    server.apply(document)
+    scaled = server.store.scale(
+        PODCLIQUESCALINGGROUPS,
+        server.store.find(PODCLIQUESCALINGGROUPS, NS, "multinode-aggregated-0-model-instance"),
+        {"spec": {"replicas": 1}},
+        "PATCH",
+    )
+    assert scaled["spec"]["replicas"] == 1
     Reconciler(api).reconcile(NS, "multinode-aggregated")
     assert pods_per_gang(server.objects(PODS)) == {"multinode-aggregated-0": 4}
     deletes = [r for r in server.requests if r.method == "DELETE"]
@@ -86,7 +89,9 @@ def test_errors_come_back_typed_with_the_servers_message(server: FakeApiServer) 
         api.create(service)
     Reconciler(api).reconcile(NS, "multinode-aggregated")
     with pytest.raises(Conflict, match="has been modified"):
-        api.patch_podgang_status(NS, "multinode-aggregated-0", status={"phase": "Running"}, resource_version="1")
+        api.patch_status(
+            "PodGang", namespace=NS, name="multinode-aggregated-0", status={"phase": "Running"}, resource_version="1"
+        )
     gang = server.get(PODGANGS, "multinode-aggregated-0", NS)
     assert gang is not None and gang["status"]["phase"] == "Pending"
     server.fail("GET", r"/pods$", 500, reason="InternalError", message="injected failure 500")
@@ -215,3 +220,16 @@ def test_unreachable_server_is_an_api_error_to_retry_not_a_crash() -> None:
     with pytest.raises(ApiError) as raised:
         api.list_podcliquesets()
     assert raised.value.status == 0 and "GET /apis/grove.io/v1alpha1/podcliquesets" in str(raised.value)
+
+
+def test_startup_order_identity_exists_before_the_pods_that_name_it(server: FakeApiServer) -> None:
+    # kube-apiserver refuses a pod whose ServiceAccount does not exist: the account must come first.
+    document = example("training-scaled")
+    document["spec"]["replicas"] = 1
+    server.apply(document)
+    outcome = Reconciler(_kube(server)).reconcile(NS, "training")
+    assert outcome.valid and not outcome.errors
+    waiting = [p for p in server.objects(PODS) if p["spec"].get("serviceAccountName") == "training"]
+    assert waiting  # the coordinator and base-gang workers wait for their parents, as the PCS's account
+    creates = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.requests if r.method == "POST"]
+    assert creates.index(("POST", "serviceaccounts")) < creates.index(("POST", "pods"))

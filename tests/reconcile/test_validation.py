@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from api.grove import ClusterTopologyBinding
-from scheduler.reconcile.fields import go_duration_seconds
+from scheduler.reconcile.fields import FieldError, go_duration_seconds
 from scheduler.reconcile.validation import validate
 from tests.conftest import FIXTURES
 from tests.reconcile.examples import example, pcs_model
@@ -187,7 +187,7 @@ CASES = [
             clique={"topologyName": "x", "pack": {"required": "rack"}},
         ),
         f"{T}.cliques[1].topologyConstraint.topologyName",
-        "must equal",
+        "must match",
         id="tas-names-differ",
     ),
     pytest.param(
@@ -279,3 +279,9 @@ def test_shipped_examples_are_the_seed_examples_with_scheduler_grove(name: str) 
     for clique in shipped["spec"]["template"]["cliques"]:
         assert clique["spec"]["podSpec"].pop("schedulerName") == "grove"
     assert shipped == seed
+
+
+def test_a_field_error_stays_on_one_line_whatever_the_keys_hold() -> None:
+    # Found by test_dryrun_fuzz: a resource name "\n" in a container's requests split the error over two lines.
+    error = FieldError("spec.template.cliques[0].spec.podSpec.containers[0].resources.requests.\n", "None\tis bad")
+    assert str(error) == "spec.template.cliques[0].spec.podSpec.containers[0].resources.requests.\\n: None\\tis bad"

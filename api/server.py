@@ -1,0 +1,284 @@
+"""Serving the apps: one process, one event loop, one uvicorn server per listener (verbs, probes, debug).
+
+Each listener has its own port and, optionally, TLS: a certificate and key, and a client CA. With a client CA, the
+handshake requires a client certificate that CA signed (mTLS), so only kube-scheduler, holding such a certificate,
+reaches the verbs. Every port is bound before any is served, so a port in use or an unreadable certificate is one
+clear error at start-up, not a half-started process.
+
+Certificates are re-read when their files change (checked every ``tls_reload_seconds``): a Secret volume that
+cert-manager renews swaps the files under a running process, and a new handshake then gets the new certificate. A
+new client CA is added to the trusted ones (OpenSSL cannot drop one): a rotated-out CA stays trusted until restart.
+
+Slow clients are bounded: a request's headers and body must arrive whole within ``request_timeout`` of its first
+byte (of the connection, for the first request), its headers may not exceed ``MAX_HEADER_BYTES``, and an idle
+keep-alive connection is closed after ``keep_alive``. uvicorn bounds only the last of these by itself: half-sent
+headers or bodies would otherwise hold a connection open forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import ssl
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "TlsFiles", "serve_listeners"]
+
+log = logging.getLogger(__name__)
+
+MAX_HEADER_BYTES = 64 * 1024
+"""Request line plus headers; kube-scheduler sends about 200 bytes."""
+
+
+class ServeError(RuntimeError):
+    """A listener cannot start (port in use, certificate unreadable); the message names the listener and why."""
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files: the server's certificate and key, and the CA whose client certificates are required (mTLS)."""
+
+    cert: str
+    key: str
+    client_ca: str | None = None
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str  # for logs and errors: "extender", "probes", "debug"
+    app: ASGIApp
+    host: str
+    port: int
+    tls: TlsFiles | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    keep_alive: float = 120.0  # well above kube-scheduler's idle reuse: a fresh TLS connection costs more than filter
+    request: float = 10.0  # headers and body, from the first byte; kube-scheduler itself gives up after 5 s
+    graceful_shutdown: float = 10.0
+
+
+class _DeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline per request and a cap on header bytes."""
+
+    request_timeout = Timeouts.request
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # a connection that never sends a request is closed like one that sends half of it
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes = 0
+        self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_header_bytes(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_header_bytes(len(name) + len(value))
+        super().on_header(name, value)
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def _count_header_bytes(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+            log.info("closing a connection whose headers exceed %d bytes client=%s", MAX_HEADER_BYTES, self.client)
+            self.send_400_response(f"request headers exceed {MAX_HEADER_BYTES} bytes")
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            self._deadline = self.loop.call_later(self.request_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            log.info(
+                "closing a connection whose request did not arrive within %gs client=%s",
+                self.request_timeout,
+                self.client,
+            )
+            self.transport.close()
+
+
+class _TlsReloader:
+    """Re-reads one listener's certificate, key and client CA into its live ``SSLContext`` when the files change."""
+
+    def __init__(self, listener: Listener, context: ssl.SSLContext) -> None:
+        assert listener.tls is not None
+        self._name = listener.name
+        self._files = listener.tls
+        self._context = context
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        paths = [self._files.cert, self._files.key, *([self._files.client_ca] if self._files.client_ca else [])]
+        stamps = []
+        for path in paths:
+            try:
+                info = os.stat(path)  # follows the symlinks a Secret volume swaps on update
+            except OSError:
+                stamps.append((0, 0, 0))
+            else:
+                stamps.append((info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    def check(self) -> None:
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return
+        try:
+            self._context.load_cert_chain(self._files.cert, self._files.key)
+            if self._files.client_ca:
+                self._context.load_verify_locations(self._files.client_ca)
+        except (OSError, ssl.SSLError) as err:
+            # Half-written files (a key that does not match its new certificate yet): keep serving, try again.
+            log.warning("could not reload TLS files listener=%s error=%s; keeping the previous ones", self._name, err)
+            return
+        self._seen = stamp
+        log.info("reloaded TLS files listener=%s cert=%s", self._name, self._files.cert)
+
+
+def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
+    return type("DeadlineProtocol", (_DeadlineProtocol,), {"request_timeout": request_timeout})
+
+
+class _Server(uvicorn.Server):
+    """One listener's server; ``serve_listeners`` handles the signals for all of them at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _config(listener: Listener, *, log_level: str, timeouts: Timeouts) -> uvicorn.Config:
+    tls = listener.tls
+    config = uvicorn.Config(
+        listener.app,
+        host=listener.host,
+        port=listener.port,
+        log_level=log_level,
+        log_config=None,  # uvicorn's few lines go through the process's own logging format
+        lifespan="off",  # the apps have no start-up or shut-down hooks
+        access_log=False,
+        http=_protocol(timeouts.request),
+        timeout_keep_alive=int(timeouts.keep_alive),
+        timeout_graceful_shutdown=int(timeouts.graceful_shutdown),
+        ssl_certfile=tls.cert if tls else None,
+        ssl_keyfile=tls.key if tls else None,
+        ssl_ca_certs=tls.client_ca if tls else None,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca else ssl.CERT_NONE,
+    )
+    try:
+        config.load()  # reads the certificates now, so a bad file is a start-up error naming it
+    except (OSError, ssl.SSLError) as err:
+        raise ServeError(f"{listener.name} listener: cannot load its TLS files: {err}") from None
+    return config
+
+
+def _bind(listener: Listener) -> socket.socket:
+    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+    try:
+        return socket.create_server((listener.host, listener.port), family=family, backlog=2048)
+    except OSError as err:
+        raise ServeError(f"{listener.name} listener: cannot listen on {listener.url}: {err.strerror}") from None
+
+
+def serve_listeners(
+    listeners: Sequence[Listener],
+    *,
+    log_level: str,
+    timeouts: Timeouts | None = None,
+    tls_reload_seconds: float = 60.0,
+) -> None:
+    """Serve every listener until SIGINT or SIGTERM, then shut them all down gracefully.
+
+    Raises ``ServeError`` before serving anything if a port cannot be bound or a certificate cannot be read.
+    """
+    timeouts = timeouts or Timeouts()
+    configs = [_config(listener, log_level=log_level, timeouts=timeouts) for listener in listeners]
+    sockets: list[socket.socket] = []
+    try:
+        for listener in listeners:
+            sockets.append(_bind(listener))
+    except ServeError:
+        for sock in sockets:
+            sock.close()
+        raise
+    servers = [_Server(config) for config in configs]
+    reloaders = [
+        _TlsReloader(listener, config.ssl)
+        for listener, config in zip(listeners, configs, strict=True)
+        if listener.tls and config.ssl is not None
+    ]
+    for listener in listeners:
+        client_certs = "required" if listener.tls and listener.tls.client_ca else "none"
+        log.info("listening listener=%s url=%s client_certificates=%s", listener.name, listener.url, client_certs)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for server in servers:
+            if server.should_exit and signum == signal.SIGINT:
+                server.force_exit = True  # a second Ctrl-C: stop waiting for open connections
+            server.should_exit = True
+
+    async def watch_certificates() -> None:
+        while True:
+            await asyncio.sleep(tls_reload_seconds)
+            for reloader in reloaders:
+                reloader.check()
+
+    async def serve_all() -> None:
+        watcher = asyncio.create_task(watch_certificates()) if reloaders else None
+        try:
+            await asyncio.gather(*(s.serve(sockets=[sock]) for s, sock in zip(servers, sockets, strict=True)))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, stop) for sig in handled} if in_main else {}
+    try:
+        with asyncio.Runner(loop_factory=configs[0].get_loop_factory()) as runner:
+            runner.run(serve_all())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sock in sockets:
+            sock.close()

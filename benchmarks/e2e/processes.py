@@ -1,0 +1,87 @@
+"""What the bench reads of the processes it starts: CPU seconds and RSS from /proc, a free port, and a py-spy
+sampler for where the CPU goes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Sampler", "cpu_seconds", "free_port", "rss_bytes", "thread_cpu", "thread_names"]
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_cpu(path: Path) -> float:
+    fields = path.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (all its threads), from /proc/<pid>/stat."""
+    return _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """User + system CPU of each thread of a process, by native thread id."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found[int(task.name)] = _stat_cpu(task / "stat")
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+    return found
+
+
+def _py_spy() -> str:
+    return shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """Native thread id → Python thread name, from one ``py-spy dump`` (empty without py-spy). Pool threads are
+    named by their pool (``asyncio_3`` → ``asyncio``)."""
+    try:
+        dump = subprocess.run([_py_spy(), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    names = {}
+    for line in dump.stdout.splitlines():
+        if line.startswith("Thread ") and '"' in line:
+            tid, name = line.split()[1], line.split('"')[1]
+            names[int(tid, 0)] = name.rstrip("0123456789").rstrip("_") or name
+    return names
+
+
+def rss_bytes(pid: int, *, field: str = "VmRSS") -> int:
+    """Resident memory now (``VmHWM``: its peak so far)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Sampler:
+    process: subprocess.Popen[bytes]
+    output: Path
+
+    @classmethod
+    def start(cls, pid: int, output: Path) -> Sampler:
+        command = [_py_spy(), "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--threads", "--gil",
+                   "--nonblocking", "--output", str(output)]  # fmt: skip
+        return cls(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), output)
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)

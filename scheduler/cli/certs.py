@@ -1,0 +1,228 @@
+"""``grove-extender certs -o certs.yaml``: the mTLS certificates between kube-scheduler and the extender, as Secrets.
+
+One fresh CA signs two certificates: the extender's serving certificate (names of its Service) and
+kube-scheduler's client certificate. Each goes into a ``kubernetes.io/tls`` Secret with the CA as ``ca.crt``, the
+shape cert-manager writes too, so ``deploy/`` mounts the same Secrets whichever issued them:
+
+- ``grove-extender-tls``: the extender serves with ``tls.crt``/``tls.key`` and requires client certificates signed
+  by ``ca.crt`` (``serve --tls-cert --tls-key --client-ca``);
+- ``grove-scheduler-extender-client``: kube-scheduler presents ``tls.crt``/``tls.key`` and verifies the extender
+  against ``ca.crt`` (``tlsConfig`` of the extender in its configuration).
+
+The CA's private key is never written: renewing means running the command again, applying, and restarting both
+Deployments. ``cryptography`` is the ``certs`` extra, imported only here: the extender itself reads PEM files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+
+__all__ = [
+    "CLIENT_SECRET",
+    "SERVER_SECRET",
+    "Issued",
+    "KeyPair",
+    "issue",
+    "register",
+    "secrets_manifest",
+    "service_names",
+]
+
+SERVER_SECRET = "grove-extender-tls"
+CLIENT_SECRET = "grove-scheduler-extender-client"
+CLIENT_NAME = "grove-scheduler"
+INSTALL_HINT = "grove-extender certs needs the 'certs' extra: pip install 'grove-extender[certs]'"
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert: bytes  # PEM
+    key: bytes  # PEM, PKCS#8, unencrypted (the Secret is the protection)
+
+
+@dataclass(frozen=True)
+class Issued:
+    ca: bytes  # PEM of the CA certificate; its key is discarded
+    server: KeyPair
+    client: KeyPair
+
+    def write_pems(self, folder: Path) -> dict[str, Path]:
+        """Each PEM as a file in ``folder`` (mode 0600, replaced atomically, as a Secret volume update does), for
+        serving or calling over mTLS outside a cluster: keys ``ca``, ``server_cert``, ``server_key``,
+        ``client_cert``, ``client_key``."""
+        contents = {
+            "ca": self.ca,
+            "server_cert": self.server.cert,
+            "server_key": self.server.key,
+            "client_cert": self.client.cert,
+            "client_key": self.client.key,
+        }
+        paths = {}
+        for name, pem in contents.items():
+            path, staged = folder / f"{name}.pem", folder / f".{name}.pem.new"
+            staged.write_bytes(pem)
+            staged.chmod(0o600)
+            staged.replace(path)
+            paths[name] = path
+        return paths
+
+
+def service_names(service: str, namespace: str) -> list[str]:
+    """Every name kube-scheduler may use for the extender's Service (``urlPrefix``'s host must be one of them)."""
+    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+
+
+def issue(
+    *,
+    server_names: list[str],
+    client_name: str = CLIENT_NAME,
+    days: int = 365,
+    now: datetime.datetime | None = None,
+) -> Issued:
+    """A new CA (ECDSA P-256, which Go's TLS and Python's ssl both accept) and the two leaf certificates it signs."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    start = (now or datetime.datetime.now(datetime.UTC)) - datetime.timedelta(minutes=5)  # tolerate clock skew
+    end = start + datetime.timedelta(days=days)
+
+    def name(common_name: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+    def pem_key(key: EllipticCurvePrivateKey) -> bytes:
+        return key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = name("grove-extender CA")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def leaf(common_name: str, usage: x509.ObjectIdentifier, dns: list[str]) -> KeyPair:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(common_name))
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if dns:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(d) for d in dns]), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        return KeyPair(cert=cert.public_bytes(serialization.Encoding.PEM), key=pem_key(key))
+
+    return Issued(
+        ca=ca_cert.public_bytes(serialization.Encoding.PEM),
+        server=leaf(server_names[0], ExtendedKeyUsageOID.SERVER_AUTH, server_names),
+        client=leaf(client_name, ExtendedKeyUsageOID.CLIENT_AUTH, []),
+    )
+
+
+def _secret(name: str, namespace: str, pair: KeyPair, ca: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": "grove-extender"},
+        },
+        # stringData: the API server base64-encodes it; the file stays readable PEM.
+        "stringData": {"tls.crt": pair.cert.decode(), "tls.key": pair.key.decode(), "ca.crt": ca.decode()},
+    }
+
+
+def secrets_manifest(issued: Issued, *, namespace: str) -> str:
+    documents = [
+        _secret(SERVER_SECRET, namespace, issued.server, issued.ca),
+        _secret(CLIENT_SECRET, namespace, issued.client, issued.ca),
+    ]
+    return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "certs",
+        help="issue the mTLS certificates between kube-scheduler and the extender, as Secrets to kubectl apply",
+        description="Write two kubernetes.io/tls Secrets: the extender's serving certificate and kube-scheduler's "
+        "client certificate, signed by a fresh CA whose key is not kept. Needs the 'certs' extra.",
+    )
+    parser.add_argument("-o", "--output", required=True, help="YAML file to write (mode 0600: it holds keys)")
+    parser.add_argument("--namespace", default="grove-system", help="namespace of both Secrets (default: %(default)s)")
+    parser.add_argument("--service", default="grove-extender", help="the extender's Service (default: %(default)s)")
+    parser.add_argument("--days", type=int, default=365, help="validity (default: %(default)s)")
+    parser.set_defaults(handler=run_certs)
+
+
+def run_certs(args: argparse.Namespace) -> int:
+    if args.days <= 0:
+        print("grove-extender certs: --days must be positive", file=sys.stderr)
+        return 2
+    try:
+        issued = issue(server_names=service_names(args.service, args.namespace), days=args.days)
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    path = Path(args.output)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # also when the file already existed with wider permissions
+        with os.fdopen(descriptor, "w") as out:
+            out.write(secrets_manifest(issued, namespace=args.namespace))
+    except OSError as err:
+        print(f"grove-extender certs: cannot write {path}: {err.strerror}", file=sys.stderr)
+        return 1
+    print(
+        f"wrote Secrets {SERVER_SECRET} and {CLIENT_SECRET} (namespace {args.namespace}, valid {args.days} days) to "
+        f"{path}; apply with: kubectl apply -f {path}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,150 @@
+"""The extender as a process of the simulation: ``Coordinator`` + its store fed by the fake API's watch + the
+background worker, all on the simulation's clock, with plans run inline (no threads: a thread's real time would
+not be the simulation's).
+
+``kill`` is a SIGKILL: every task the process started is cancelled, its writes are refused from that instant
+(a release is cut mid-way), calls in flight fail, and nothing of its memory survives. ``start`` again is a new
+process that knows only what it lists from the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, TypeVar
+
+from api.extender import ExtenderArgs, ExtenderBindingArgs
+from placement import solve
+from scheduler.cluster_writer import WriteError
+from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.state import ClusterStore
+from tests.simkube.api import FakeApi, Subscription
+from tests.simkube.scheduler import ExtenderDown
+
+__all__ = ["ExtenderProcess", "install_task_owner"]
+
+T = TypeVar("T")
+
+_owner: contextvars.ContextVar[ExtenderProcess | None] = contextvars.ContextVar("simkube_owner", default=None)
+
+
+def install_task_owner(loop: asyncio.AbstractEventLoop) -> None:
+    """Every task created while a process is running code belongs to that process (so ``kill`` finds them)."""
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        owner = _owner.get()
+        if owner is not None:
+            owner._tasks.add(task)
+            task.add_done_callback(owner._tasks.discard)
+        return task
+
+    loop.set_task_factory(factory)  # type: ignore[arg-type]
+
+
+async def _inline(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    return call(*args, **kwargs)
+
+
+class _Writer:
+    """The process's ``ClusterWriter``: the fake API, until the process dies."""
+
+    inline = True
+
+    def __init__(self, process: ExtenderProcess) -> None:
+        self._process = process
+
+    def _api(self) -> FakeApi:
+        if not self._process.up:
+            raise WriteError("connection lost: the extender process is gone")
+        return self._process.api
+
+    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        self._api().bind(namespace=namespace, name=name, uid=uid, node=node)
+
+    def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._api().patch_podgang_status(namespace=namespace, name=name, status=status)
+
+    def record_event(self, *, namespace: str, kind: str, name: str, uid: str, reason: str, message: str,
+                     type: Literal["Normal", "Warning"] = "Normal") -> None:  # fmt: skip
+        self._api().record_event(namespace=namespace, kind=kind, name=name, uid=uid, reason=reason, message=message,
+                                 type=type)  # fmt: skip
+
+
+class ExtenderProcess:
+    def __init__(self, api: FakeApi, *, config: CoordinatorConfig, watch_lag: float = 0.02) -> None:
+        self.api = api
+        self.config = config
+        self.watch_lag = watch_lag
+        self.up = False
+        self.lives = 0
+        self.coordinator: Coordinator | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._subscription: Subscription | None = None
+        self._worker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """A new process: list everything from the API, then follow its watch."""
+        token = _owner.set(self)
+        try:
+            loop = asyncio.get_running_loop()
+            store = ClusterStore()
+            coordinator = Coordinator(
+                store=store,
+                writer=_Writer(self),
+                solver=solve,
+                config=self.config,
+                clock=loop.time,
+                timer=asyncio.sleep,
+                blocking=_inline,
+            )
+            store.replace("Node", list(self.api.nodes.values()))
+            store.replace("Pod", list(self.api.pods.values()))
+            store.replace("PodGang", list(self.api.podgangs.values()))
+            store.mark_synced()
+            self._subscription = self.api.watch(store.apply, lag=self.watch_lag)
+            self.coordinator = coordinator
+            self.up = True
+            self.lives += 1
+            self._worker = asyncio.ensure_future(self._background(BackgroundWorker(coordinator)))
+        finally:
+            _owner.reset(token)
+
+    def kill(self) -> None:
+        self.up = False
+        if self._subscription is not None:
+            self.api.unwatch(self._subscription)
+        for task in list(self._tasks):
+            task.cancel()
+        self.coordinator = None
+
+    async def filter(self, args: ExtenderArgs) -> Any:
+        return await self._call(lambda c: c.filter(args))
+
+    async def prioritize(self, args: ExtenderArgs) -> Any:
+        return await self._call(lambda c: c.prioritize(args))
+
+    async def bind(self, args: ExtenderBindingArgs) -> Any:
+        return await self._call(lambda c: c.bind(args))
+
+    async def _call(self, verb: Callable[[Coordinator], Awaitable[T]]) -> T:
+        coordinator = self.coordinator
+        if not self.up or coordinator is None:
+            raise ExtenderDown("connection refused")
+        token = _owner.set(self)
+        try:
+            task = asyncio.ensure_future(verb(coordinator))
+        finally:
+            _owner.reset(token)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():  # the process died under the call: the connection was reset
+                raise ExtenderDown("connection reset") from None
+            raise
+
+    async def _background(self, worker: BackgroundWorker) -> None:
+        while True:
+            worker.run_once()
+            await asyncio.sleep(1.0)

@@ -1,0 +1,339 @@
+"""``grove-extender serve`` as a process on loopback: real sockets, real TLS handshakes, slow and broken clients.
+
+Two servers over the demo snapshot, started once for the module: one in plain HTTP with a one-second request
+deadline, and one behind mTLS with certificates from ``grove-extender certs``'s own issuer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scheduler.cli import main
+from scheduler.cli.certs import issue
+from tests.conftest import REPO_ROOT
+
+DEMO = REPO_ROOT / "benchmarks" / "snapshots" / "demo.json"
+FILTER = (REPO_ROOT / "deploy" / "requests" / "filter-demo.json").read_bytes()
+PATIENCE = 60.0  # for what must happen: generous, so a loaded machine never fails a test
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    log: Path
+    port: int
+    probe_port: int
+    debug_port: int
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _start(tmp: Path, name: str, *extra: str) -> Server:
+    port, probe_port, debug_port = free_port(), free_port(), free_port()
+    log = tmp / f"{name}.log"
+    command = [
+        str(Path(sys.executable).with_name("grove-extender")),  # the console script, as a user runs it
+        "serve",
+        "--snapshot",
+        str(DEMO),
+        "--port",
+        str(port),
+        "--probe-port",
+        str(probe_port),
+        "--debug-port",
+        str(debug_port),
+        *extra,
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    server = Server(process, log, port, probe_port, debug_port)
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{probe_port}/readyz", timeout=5).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"serve did not become ready:\n{server.log_text()}")
+        time.sleep(0.1)
+
+
+def _stop(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=PATIENCE)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        raise
+
+
+def write_pki(root: Path) -> Pki:
+    """A CA, the server's and a client's certificates for ``localhost``, and a stranger's client certificate from
+    another CA, as files in ``root``."""
+    ours = issue(server_names=["localhost"], days=1).write_pems(root)
+    stranger = root / "stranger"
+    stranger.mkdir()
+    theirs = issue(server_names=["localhost"], days=1).write_pems(stranger)
+    return Pki(**ours, stranger_cert=theirs["client_cert"], stranger_key=theirs["client_key"])
+
+
+@dataclass
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+    stranger_cert: Path  # a client certificate from another CA
+    stranger_key: Path
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return write_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[tuple[Server, Server]]:
+    tmp = tmp_path_factory.mktemp("serve")
+    plain = _start(tmp, "plain", "--request-timeout", "1", "--max-body-bytes", "100000")
+    try:
+        tls = _start(
+            tmp,
+            "tls",
+            "--tls-cert",
+            str(pki.server_cert),
+            "--tls-key",
+            str(pki.server_key),
+            "--client-ca",
+            str(pki.ca),
+        )
+    except BaseException:
+        _stop(plain)
+        raise
+    yield plain, tls
+    _stop(plain)
+    _stop(tls)
+
+
+@pytest.fixture(scope="module")
+def plain(servers: tuple[Server, Server]) -> Server:
+    return servers[0]
+
+
+@pytest.fixture(scope="module")
+def tls(servers: tuple[Server, Server]) -> Server:
+    return servers[1]
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Reads until the server closes; False if it keeps the connection open past PATIENCE."""
+    sock.settimeout(PATIENCE)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
+
+
+# --- plain HTTP: slow and broken clients ------------------------------------------------------------------------
+
+
+def test_a_filter_is_answered_and_debug_lives_on_its_own_port(plain: Server) -> None:
+    reply = httpx.post(f"http://127.0.0.1:{plain.port}/filter", content=FILTER, timeout=PATIENCE)
+    assert reply.status_code == 200 and len(reply.json()["NodeNames"]) == 1
+    assert httpx.get(f"http://127.0.0.1:{plain.port}/debug/gangs", timeout=PATIENCE).status_code == 404
+    assert httpx.get(f"http://127.0.0.1:{plain.port}/metrics", timeout=PATIENCE).status_code == 404
+    debug = httpx.get(f"http://127.0.0.1:{plain.debug_port}/debug/gangs", timeout=PATIENCE).json()
+    assert {g["gang"] for g in debug["gangs"]} >= {"default/disagg-serve-0"}
+    metrics = httpx.get(f"http://127.0.0.1:{plain.debug_port}/metrics", timeout=PATIENCE).text
+    assert 'grove_extender_request_seconds_count{verb="filter"}' in metrics
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"", id="connects-and-says-nothing"),
+        pytest.param(b"POST /filter HTTP/1.1\r\nHost: x\r\n", id="half-sent-headers"),
+        pytest.param(
+            b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+            + FILTER[:100],
+            id="half-sent-body",
+        ),
+    ],
+)
+def test_a_request_that_never_finishes_arriving_is_closed(plain: Server, sent: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        sock.sendall(sent)
+        assert closed_by_server(sock), "the server held the connection open"
+
+
+def test_oversized_headers_and_bodies_are_refused_unread(plain: Server) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 70_000 + b"\r\n\r\n")
+        assert sock.recv(64).startswith(b"HTTP/1.1 400")
+    headers = {"content-type": "application/json", "content-length": "200000", "connection": "close"}
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        sock.sendall(f"POST /filter HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode())
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 413") and b"limit of 100000 bytes" in reply
+
+
+def test_aborted_uploads_are_logged_quietly(plain: Server) -> None:
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+            sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n" + b"{" * 1000)
+    # The server learns of each abort asynchronously: wait until all three were logged, then look at the whole log.
+    deadline = time.monotonic() + PATIENCE
+    while plain.log_text().count("client went away before its body arrived") < 3:
+        assert time.monotonic() < deadline, plain.log_text()
+        time.sleep(0.05)
+    log = plain.log_text()
+    assert "Traceback" not in log and " ERROR " not in log
+
+
+# --- mTLS ---------------------------------------------------------------------------------------------------------
+
+
+def client_context(pki: Pki, *, cert: Path | None, key: Path | None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if cert and key:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def exchange(server: Server, context: ssl.SSLContext) -> bytes:
+    """One filter over TLS; whatever the server sent back before closing (b"" or an exception if refused)."""
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as sock,
+    ):
+        sock.sendall(
+            b"POST /filter HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n".encode()
+            + FILTER
+        )
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        return received
+
+
+def test_a_client_with_the_schedulers_certificate_is_served(tls: Server, pki: Pki) -> None:
+    reply = exchange(tls, client_context(pki, cert=pki.client_cert, key=pki.client_key))
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert len(json.loads(body)["NodeNames"]) == 1
+
+
+@pytest.mark.parametrize("who", ["no-certificate", "certificate-of-another-ca"])
+def test_a_client_without_a_certificate_of_our_ca_never_reaches_the_verbs(tls: Server, pki: Pki, who: str) -> None:
+    cert, key = (None, None) if who == "no-certificate" else (pki.stranger_cert, pki.stranger_key)
+    try:
+        reply = exchange(tls, client_context(pki, cert=cert, key=key))
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        return  # refused in the handshake (TLS 1.2) or by the alert that follows it (TLS 1.3)
+    assert reply == b"", "the server answered a client it could not authenticate"
+
+
+def test_renewed_certificates_are_served_without_a_restart(tmp_path: Path) -> None:
+    first = write_pki(tmp_path)
+    tls_flags = ["--tls-cert", str(first.server_cert), "--tls-key", str(first.server_key), "--client-ca", str(first.ca)]
+    server = _start(tmp_path, "renewing", *tls_flags, "--tls-reload-seconds", "0.2")
+    try:
+        assert exchange(server, client_context(first, cert=first.client_cert, key=first.client_key))
+        renewed_dir = tmp_path / "renewed"
+        renewed_dir.mkdir()
+        renewed = write_pki(renewed_dir)
+        with pytest.raises(ssl.SSLError):  # the server still presents the first CA's certificate
+            exchange(server, client_context(renewed, cert=renewed.client_cert, key=renewed.client_key))
+        # Rewritten in place, one file after the other: the server may meet a key that does not match its
+        # certificate yet, and must keep serving until both are new.
+        for source, target in (
+            (renewed.server_cert, first.server_cert),
+            (renewed.server_key, first.server_key),
+            (renewed.ca, first.ca),
+        ):
+            target.write_bytes(source.read_bytes())
+        # The server notices on its own schedule, and may first load a state in between (a new CA, the old pair):
+        # what counts is that a client of the new CA is served without a restart.
+        deadline = time.monotonic() + PATIENCE
+        reply = b""
+        while not reply:
+            assert time.monotonic() < deadline, server.log_text()
+            try:
+                reply = exchange(server, client_context(renewed, cert=renewed.client_cert, key=renewed.client_key))
+            except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+                time.sleep(0.1)
+        assert reply.startswith(b"HTTP/1.1 200")
+        assert "reloaded TLS files" in server.log_text()
+    finally:
+        _stop(server)
+    assert "Traceback" not in server.log_text()
+
+
+def test_plain_http_on_the_tls_port_gets_no_answer(tls: Server) -> None:
+    with pytest.raises(httpx.HTTPError):
+        httpx.post(f"http://127.0.0.1:{tls.port}/filter", content=FILTER, timeout=PATIENCE)
+
+
+def test_the_kubelet_probes_without_a_certificate(tls: Server) -> None:
+    assert httpx.get(f"http://127.0.0.1:{tls.probe_port}/readyz", timeout=PATIENCE).json() == {"ready": True}
+    assert httpx.post(f"http://127.0.0.1:{tls.probe_port}/filter", content=FILTER, timeout=PATIENCE).status_code in (
+        404,
+        405,
+    )
+
+
+# --- flags ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        pytest.param(["--host", "0.0.0.0"], "steer scheduling", id="plain-on-all-addresses"),
+        pytest.param(["--tls-cert", "c.pem"], "go together", id="cert-without-key"),
+        pytest.param(["--client-ca", "ca.pem"], "needs --tls-cert", id="ca-without-cert"),
+        pytest.param(["--debug-port", "8888"], "must differ", id="same-port-twice"),
+    ],
+)
+def test_unsafe_or_inconsistent_listener_flags_are_refused(
+    flags: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--snapshot", str(DEMO), *flags]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_an_unreadable_certificate_is_one_line_at_start_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "missing.pem")
+    argv = ["serve", "--snapshot", str(DEMO), "--port", str(free_port()), "--tls-cert", missing, "--tls-key", missing]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot load its TLS files" in err
