@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.generate.scenarios import build
-from placement import SolveOptions
+from placement import ClusterView, GangRequest, SolveOptions
 from scheduler.cli import main
 from scheduler.packing.fgd import fgd_fragmented_gpus, typical_pods
-from scheduler.packing.fill import fill
+from scheduler.packing.fill import FillRun, fill
 from scheduler.packing.templates import templates_from_trace
 from scheduler.replay.fragmentation import make_fragmentation
 from scheduler.snapshot import dump_snapshot
@@ -29,14 +29,9 @@ FILL_KEYS = {
 }
 
 
-@pytest.mark.parametrize("policy", ["cpsat", "topology-greedy"])
-def test_a_fill_stops_at_the_first_gang_that_does_not_fit(policy: str) -> None:
-    # Two 8-GPU nodes, every gang one 3-GPU pod: each node takes two (6 GPUs), the fifth gang fits nowhere.
-    # Unallocated then: 2 + 2 = 4 GPUs, 12 of 16 allocated; FGD: the only typical pod (3 GPUs) fits no node, so
-    # both nodes' 2 free GPUs are fragments (4); ours: no gang could use them either (4).
-    cluster = view(hosts(cliques=1))
-    templates = [gang(group("w", 1, gpus=3))]
-    run = fill(
+def one_fill(templates: list[GangRequest], cluster: ClusterView, policy: str) -> FillRun:
+    """Seed 1 of a fill of ``cluster`` from its free capacity, with FGD's typical pods and our measure."""
+    return fill(
         templates,
         topology=cluster.topology,
         start=cluster.free,
@@ -45,6 +40,14 @@ def test_a_fill_stops_at_the_first_gang_that_does_not_fit(policy: str) -> None:
         tasks=typical_pods(templates),
         fragmentation=make_fragmentation(cluster.topology),
     )
+
+
+@pytest.mark.parametrize("policy", ["cpsat", "topology-greedy"])
+def test_a_fill_stops_at_the_first_gang_that_does_not_fit(policy: str) -> None:
+    # Two 8-GPU nodes, every gang one 3-GPU pod: each node takes two (6 GPUs), the fifth gang fits nowhere.
+    # Unallocated then: 2 + 2 = 4 GPUs, 12 of 16 allocated; FGD: the only typical pod (3 GPUs) fits no node, so
+    # both nodes' 2 free GPUs are fragments (4); ours: no gang could use them either (4).
+    run = one_fill([gang(group("w", 1, gpus=3))], view(hosts(cliques=1)), policy)
     assert run.placed == 4
     assert run.unallocated_gpus == 4 and run.allocated_share == pytest.approx(12 / 16)
     assert run.fgd_fragmented_gpus == pytest.approx(4) and run.fragmented_gpus == 4
@@ -58,18 +61,7 @@ def test_a_topology_blind_fill_counts_the_gangs_it_placed_against_a_required_pac
     # cliques. topology-greedy keeps each gang in one clique.
     cluster = view(hosts(), used={"z0c0h1": {GPU: 3}, "z0c1h0": {GPU: 3}})
     templates = [gang(group("w", 2, gpus=5), packs=[pack("w", required=CLIQUE)])]
-    runs = {
-        policy: fill(
-            templates,
-            topology=cluster.topology,
-            start=cluster.free,
-            seed=1,
-            options=SolveOptions(policy=policy, workers=1),
-            tasks=typical_pods(templates),
-            fragmentation=make_fragmentation(cluster.topology),
-        )
-        for policy in ("gang-best-fit", "topology-greedy")
-    }
+    runs = {policy: one_fill(templates, cluster, policy) for policy in ("gang-best-fit", "topology-greedy")}
     assert runs["topology-greedy"].against_required == 0
     assert runs["gang-best-fit"].against_required > 0
 
