@@ -1,8 +1,9 @@
 """The HTTP surfaces: kube-scheduler's extender verbs routed to an ``Extender`` handed in, the probes, and (on a
 port of their own) metrics and the debug listing.
 
-Handlers only decode, call one method and encode. Bodies are decoded straight from bytes with pydantic (no
-intermediate dict) and replies encoded the same way, because filter sits on kube-scheduler's critical path.
+Handlers only decode, call one method and encode. The verbs are served by a bare ASGI router (``api.verbs``) ahead
+of FastAPI, which keeps the probes: filter sits on kube-scheduler's critical path. Bodies are decoded straight from
+bytes with pydantic (no intermediate dict) and replies encoded the same way.
 
 Three apps, so each can listen where it belongs (``api.server``): ``create_app`` (verbs and probes: the port
 kube-scheduler calls, behind mTLS in a cluster), ``create_probe_app`` (the probes alone, for the kubelet, which
@@ -20,18 +21,16 @@ Error policy (kube-scheduler treats any status but 200 as a failed call and igno
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.body import DEFAULT_MAX_BODY_BYTES, BadRequest, BodyDecoder, ClientGone
+from api.body import DEFAULT_MAX_BODY_BYTES, BodyDecoder
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -42,43 +41,11 @@ from api.extender import (
     HostPriorityList,
 )
 from api.service import Extender
+from api.verbs import Verb, VerbRouter
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_probe_app"]
 
 log = logging.getLogger(__name__)
-
-_JSON = "application/json"
-_LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-
-
-@dataclass(frozen=True)
-class _Verb:
-    name: str
-    model: type[BaseModel]
-    call: Callable[[Any], Awaitable[BaseModel]]
-    on_failure: Callable[[str], BaseModel]
-
-
-def _json(model: BaseModel) -> Response:
-    return Response(content=model.model_dump_json(), media_type=_JSON)
-
-
-class _Metrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.latency = Histogram(
-            "grove_extender_request_seconds",
-            "Time to answer one extender call, by verb (bind includes the wait at the gang barrier).",
-            ["verb"],
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.rejected = Counter(
-            "grove_extender_requests_rejected_total",
-            "Extender calls answered with a 4xx (malformed), with Error after an unexpected failure, or never "
-            "answered because the client went away.",
-            ["verb", "cause"],
-            registry=registry,
-        )
 
 
 class _NeverA500:
@@ -155,59 +122,25 @@ def create_app(
     *,
     registry: CollectorRegistry | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-) -> FastAPI:
+) -> ASGIApp:
     """The verbs and the probes. ``registry`` receives the app's own metrics; hand the same one to
     ``create_debug_app`` (a fresh one per app by default, never the process-global one)."""
-    registry = registry if registry is not None else CollectorRegistry()
-    metrics = _Metrics(registry)
-    bodies = BodyDecoder(max_bytes=max_body_bytes)
-    app = _bare_app()
-
-    def endpoint(verb: _Verb) -> Callable[[Request], Awaitable[Response]]:
-        latency = metrics.latency.labels(verb.name)
-        rejected = metrics.rejected.labels(verb.name, "bad_request")
-        failed = metrics.rejected.labels(verb.name, "internal")
-        gone = metrics.rejected.labels(verb.name, "client_gone")
-
-        async def serve(request: Request) -> Response:
-            started = time.perf_counter()
-            try:
-                args = await bodies.decode(verb.model, await bodies.read(request), verb.name)
-            except BadRequest as bad:
-                rejected.inc()
-                log.info("rejected request verb=%s status=%d reason=%s", verb.name, bad.status, bad.message)
-                return JSONResponse({"Error": bad.message}, status_code=bad.status)
-            except ClientGone:
-                # Nobody is left to answer: an aborted upload is the client's business, not an error of ours.
-                gone.inc()
-                log.info("client went away before its body arrived verb=%s", verb.name)
-                return Response(status_code=400)
-            try:
-                reply = await verb.call(args)
-            except Exception as err:
-                # Anything unexpected still gets a well-formed reply kube-scheduler understands (and retries on).
-                log.exception("extender failed verb=%s", verb.name)
-                failed.inc()
-                reply = verb.on_failure(f"grove-extender {verb.name}: internal error: {type(err).__name__}: {err}")
-            latency.observe(time.perf_counter() - started)
-            return _json(reply)
-
-        return serve
 
     async def prioritize(args: ExtenderArgs) -> BaseModel:
         return HostPriorityList(list(await extender.prioritize(args)))
 
     verbs = (
-        _Verb("filter", ExtenderArgs, extender.filter, lambda message: ExtenderFilterResult(Error=message)),
+        Verb("filter", ExtenderArgs, extender.filter, lambda message: ExtenderFilterResult(Error=message)),
         # prioritize has no error field: score nothing, which leaves kube-scheduler's own scores in charge.
-        _Verb("prioritize", ExtenderArgs, prioritize, lambda _: HostPriorityList([])),
-        _Verb("bind", ExtenderBindingArgs, extender.bind, lambda message: ExtenderBindingResult(Error=message)),
+        Verb("prioritize", ExtenderArgs, prioritize, lambda _: HostPriorityList([])),
+        Verb("bind", ExtenderBindingArgs, extender.bind, lambda message: ExtenderBindingResult(Error=message)),
         # preempt proposes no node on failure: kube-scheduler then preempts nothing, which can never break a gang.
-        _Verb("preempt", ExtenderPreemptionArgs, extender.preempt, lambda _: ExtenderPreemptionResult()),
+        Verb("preempt", ExtenderPreemptionArgs, extender.preempt, lambda _: ExtenderPreemptionResult()),
     )
-    for verb in verbs:
-        # Plain routes, not FastAPI operations: the body is decoded here, so FastAPI's dependency and validation
-        # machinery would only add time to kube-scheduler's critical path.
-        app.add_route(f"/{verb.name}", endpoint(verb), methods=["POST"])
-    _add_probes(app, extender)
-    return app
+    router = VerbRouter(
+        {verb.name: verb for verb in verbs},
+        fallback=create_probe_app(extender),
+        registry=registry if registry is not None else CollectorRegistry(),
+        bodies=BodyDecoder(max_bytes=max_body_bytes),
+    )
+    return _NeverA500(router)

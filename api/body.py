@@ -13,7 +13,7 @@ import asyncio
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import ClientDisconnect, Request
+from starlette.types import Receive, Scope
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -77,21 +77,26 @@ class BodyDecoder:
         self.off_loop_bytes = off_loop_bytes
         self._large = asyncio.Semaphore(1)
 
-    async def read(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.max_bytes} bytes")
+    async def read(self, scope: Scope, receive: Receive) -> bytes:
+        """The request's whole body from ASGI ``receive``; ``BadRequest`` (413) as soon as it is known to be too
+        large (from ``Content-Length``, before reading any of it), ``ClientGone`` if the client disconnects."""
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                declared = value.decode()
+                raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.max_bytes} bytes")
         chunks: list[bytes] = []
         size = 0
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > self.max_bytes:
-                    raise BadRequest(413, f"body exceeds the limit of {self.max_bytes} bytes")
-                chunks.append(chunk)
-        except ClientDisconnect:
-            raise ClientGone() from None
-        return b"".join(chunks)
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise BadRequest(413, f"body exceeds the limit of {self.max_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def decode(self, model: type[ModelT], body: bytes, verb: str) -> ModelT:
         """The body as ``model``; raises ``BadRequest`` naming the field for anything that does not validate."""

@@ -6,6 +6,7 @@ are never written back to the API server (status writes go through Grove objects
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,8 @@ __all__ = [
     "ResourceVector",
     "Taint",
     "Toleration",
+    "effective_quantities",
+    "sum_requests",
     "unusable_node",
 ]
 
@@ -131,9 +134,7 @@ class _Resources(_Model):
     limits: Quantities = Field(default_factory=dict)
 
     def effective_requests(self) -> ResourceVector:
-        # The API server defaults a missing request to its limit; hand-written snapshots skip defaulting.
-        merged = {**self.limits, **self.requests}
-        return _units(merged)
+        return _units(effective_quantities(self.requests, self.limits))
 
 
 class Container(_Model):
@@ -202,30 +203,52 @@ class Pod(_Model):
         return self.status.phase in ("Succeeded", "Failed")
 
     def requests(self) -> ResourceVector:
-        """What the pod needs on a node, as kube-scheduler computes it.
+        """What the pod needs on a node, as kube-scheduler computes it (``sum_requests``)."""
+        return sum_requests(
+            containers=[c.resources.effective_requests() for c in self.spec.containers],
+            init_containers=[
+                (i.resources.effective_requests(), i.restartPolicy == "Always") for i in self.spec.initContainers
+            ],
+            overhead=_units(self.spec.overhead),
+        )
 
-        Sum over app containers (plus restartable "sidecar" init containers, which keep running), against the
-        largest single init container (each runs alone, beside the sidecars started before it), plus overhead,
-        plus one ``pods`` slot.
-        """
-        total: ResourceVector = {}
-        init_peak: ResourceVector = {}
-        sidecars: ResourceVector = {}
-        for init in self.spec.initContainers:
-            need = init.resources.effective_requests()
-            if init.restartPolicy == "Always":
-                _add(sidecars, need)
-                continue
-            for name, amount in need.items():
-                init_peak[name] = max(init_peak.get(name, 0), amount + sidecars.get(name, 0))
-        for container in self.spec.containers:
-            _add(total, container.resources.effective_requests())
-        _add(total, sidecars)
-        for name, amount in init_peak.items():
-            total[name] = max(total.get(name, 0), amount)
-        _add(total, _units(self.spec.overhead))
-        total["pods"] = total.get("pods", 0) + 1
-        return {name: amount for name, amount in total.items() if amount > 0}
+
+def effective_quantities(requests: dict[str, Any] | None, limits: dict[str, Any] | None) -> dict[str, Any]:
+    """A container's requests, a missing one defaulting to its limit (the API server defaults it so; hand-written
+    snapshots skip defaulting)."""
+    return {**(limits or {}), **(requests or {})}
+
+
+def sum_requests(
+    *,
+    containers: Sequence[ResourceVector],
+    init_containers: Sequence[tuple[ResourceVector, bool]],
+    overhead: ResourceVector,
+) -> ResourceVector:
+    """What a pod needs on a node, as kube-scheduler computes it, from each container's effective requests
+    (``init_containers``: with whether it restarts, i.e. is a sidecar).
+
+    Sum over app containers (plus restartable "sidecar" init containers, which keep running), against the
+    largest single init container (each runs alone, beside the sidecars started before it), plus overhead,
+    plus one ``pods`` slot.
+    """
+    total: ResourceVector = {}
+    init_peak: ResourceVector = {}
+    sidecars: ResourceVector = {}
+    for need, restarts in init_containers:
+        if restarts:
+            _add(sidecars, need)
+            continue
+        for name, amount in need.items():
+            init_peak[name] = max(init_peak.get(name, 0), amount + sidecars.get(name, 0))
+    for need in containers:
+        _add(total, need)
+    _add(total, sidecars)
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, 0), amount)
+    _add(total, overhead)
+    total["pods"] = total.get("pods", 0) + 1
+    return {name: amount for name, amount in total.items() if amount > 0}
 
 
 def _add(into: ResourceVector, other: ResourceVector) -> None:

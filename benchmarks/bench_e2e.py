@@ -89,7 +89,8 @@ async def _get_json(host: str, port: int, path: str) -> Any:
 
 async def _drive(api: tuple[str, int], extender: tuple[str, int] | None, deadline: float) -> Outcome:
     nodes = (await _get_json(*api, "/api/v1/nodes"))["items"]
-    pods = (await _get_json(*api, "/api/v1/pods"))["items"]
+    listed = await _get_json(*api, "/api/v1/pods")
+    pods = listed["items"]
     pending = [p for p in pods if p["spec"].get("schedulerName") == "grove" and not p["spec"].get("nodeName")]
     with Progress(transient=True) as progress:
         task = progress.add_task("alone" if extender is None else "through the extender", total=len(pending))
@@ -99,6 +100,7 @@ async def _drive(api: tuple[str, int], extender: tuple[str, int] | None, deadlin
             api=api,
             extender=extender,
             deadline_seconds=deadline,
+            resource_version=listed["metadata"]["resourceVersion"],
             on_bound=lambda: progress.advance(task),
         )
         return await standin.run()

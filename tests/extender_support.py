@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from api.app import create_app
 from api.grove import PodGang
@@ -167,7 +167,7 @@ class Harness:
     store: ClusterStore
     writer: InMemoryClusterWriter
     coordinator: Coordinator
-    app: FastAPI
+    app: ASGIApp
     clock: FakeClock = field(default_factory=FakeClock)
 
     def client(self) -> httpx.AsyncClient:
@@ -257,7 +257,7 @@ def assert_no_overcommit(store: ClusterStore) -> None:
 class SyncClient:
     """A blocking client over an ASGI app, one event loop per call (starlette's TestClient wants ``httpx2``)."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self._app = app
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

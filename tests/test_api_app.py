@@ -26,7 +26,7 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriority,
 )
-from tests.extender_support import SyncClient, harness, node, pod
+from tests.extender_support import SyncClient, filter_body, harness, node, pod
 
 POD = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}, "spec": {"containers": []}}
 
@@ -181,6 +181,13 @@ def test_what_the_extender_knows_is_not_on_the_verb_or_probe_port(echo: EchoExte
         assert SyncClient(app).get(path).status_code == 404
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_verbs_are_post_only(client: SyncClient, echo: EchoExtender, method: str) -> None:
+    reply = client.request(method, "/filter")
+    assert reply.status_code == 405 and reply.headers["allow"] == "POST"
+    assert "POST" in reply.json()["Error"] and echo.calls == []
+
+
 def test_the_probe_port_serves_no_verb(echo: EchoExtender) -> None:
     reply = SyncClient(create_probe_app(echo)).post("/filter", json={"Pod": POD, "NodeNames": ["a"]})
     assert reply.status_code in (404, 405) and echo.calls == []
@@ -241,14 +248,28 @@ _fuzz_client = SyncClient(_fuzz_target.app)
     ],
 )
 def test_absurd_quantities_are_a_400_naming_the_field(quantity: str, rule: str) -> None:
-    ghost = {
-        "metadata": {"name": "ghost", "namespace": "default", "uid": "x"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": quantity}}}]},
-    }
-    reply = _fuzz_client.post("/filter", content=json.dumps({"Pod": ghost, "NodeNames": ["a0", "a1"]}))
+    # NodeList mode (nodeCacheCapable: false): the nodes' allocatable is read from the request.
+    nodes = {"items": [{"metadata": {"name": "a0"}, "status": {"allocatable": {"nvidia.com/gpu": quantity}}}]}
+    reply = _fuzz_client.post("/filter", content=json.dumps({"Pod": POD, "Nodes": nodes}))
     assert reply.status_code == 400, reply.text
     error = reply.json()["Error"]
-    assert "Pod.spec.containers.0.resources.requests" in error and "nvidia.com/gpu" in error and rule in error
+    assert "Nodes.items.0.status.allocatable" in error and "nvidia.com/gpu" in error and rule in error
+
+
+@pytest.mark.parametrize("quantity", ["1e40", "-4", "0"])
+def test_what_a_request_says_a_pod_asks_for_moves_nothing(quantity: str) -> None:
+    """The Pod in a request is read for its identity alone: the extender plans from the API's copy (the store's),
+    so a stale, absurd or forged spec on the wire neither fails the call nor changes the answer."""
+    h = harness(nodes=[node("a0"), node("a1")], pods=[pod("solo", gpus=8)])
+    client = SyncClient(h.app)
+    honest = client.post("/filter", json=filter_body(pod("solo", gpus=8), ["a0", "a1"])).json()
+    claimed = pod("solo", gpus=8).model_dump(mode="json")
+    claimed["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = quantity
+    reply = client.post("/filter", content=json.dumps({"Pod": claimed, "NodeNames": ["a0", "a1"]}))
+    assert reply.status_code == 200 and reply.json()["NodeNames"] == honest["NodeNames"] and honest["NodeNames"]
+    ghost = {**claimed, "metadata": {"name": "ghost", "namespace": "default", "uid": "x"}}
+    unknown = client.post("/filter", content=json.dumps({"Pod": ghost, "NodeNames": ["a0", "a1"]})).json()
+    assert "not known" in unknown["Error"] and h.writer.bindings == []
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

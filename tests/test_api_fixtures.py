@@ -24,6 +24,7 @@ from api.extender import (
     HostPriorityList,
 )
 from api.grove import LABEL_PODGANG
+from api.kube import Pod
 from tests.conftest import FIXTURES as FIXTURES_ROOT
 
 FIXTURES = FIXTURES_ROOT / "kube-scheduler-v1.36"
@@ -65,8 +66,11 @@ def test_every_request_parses_with_the_model_its_path_names(path: Path) -> None:
     if isinstance(parsed, ExtenderArgs | ExtenderPreemptionArgs):
         assert parsed.Pod.metadata.name
         assert parsed.Pod.metadata.uid
-        assert parsed.Pod.spec.schedulerName == "grove"
-        assert parsed.Pod.requests()["cpu"] >= 1000  # every recorded pod asks at least one whole CPU
+        assert parsed.Pod.key == f"{parsed.Pod.metadata.namespace}/{parsed.Pod.metadata.name}"
+        # The extender reads only the identity; the whole Pod is what its watch reads of the same pod.
+        whole = Pod.model_validate(fixture["request"]["Pod"])
+        assert whole.spec.schedulerName == "grove"
+        assert whole.requests()["cpu"] >= 1000  # every recorded pod asks at least one whole CPU
 
 
 @pytest.mark.parametrize("path", _by_verb("filter") + _by_verb("prioritize"))
@@ -85,10 +89,10 @@ def test_extender_args_follow_the_node_cache_mode(path: Path) -> None:
 
 
 def test_gang_members_carry_their_podgang_label() -> None:
-    args = ExtenderArgs.model_validate(_load(FIXTURES / "node-names" / "003-filter.json")["request"])
-    assert args.Pod.metadata.labels[LABEL_PODGANG] == "infer-0"
+    pod = Pod.model_validate(_load(FIXTURES / "node-names" / "003-filter.json")["request"]["Pod"])
+    assert pod.metadata.labels[LABEL_PODGANG] == "infer-0"
     # 8 cpu, 16Gi, 4 GPUs, plus the pod slot kube-scheduler counts.
-    assert args.Pod.requests() == {"cpu": 8000, "memory": 16 * 2**30, "nvidia.com/gpu": 4, "pods": 1}
+    assert pod.requests() == {"cpu": 8000, "memory": 16 * 2**30, "nvidia.com/gpu": 4, "pods": 1}
 
 
 @pytest.mark.parametrize("path", _by_verb("filter"))

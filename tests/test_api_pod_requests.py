@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from api.kube import Pod
-from tests.builders import make_node, make_pod
+from scheduler.kube.decoding import PodDecoder
+from scheduler.state import ForeignPod, OurPods
+from tests.builders import PodBuilder, make_node, make_pod
 
 GI = 2**30
 
@@ -81,10 +85,15 @@ GI = 2**30
         pytest.param(make_pod("p").gpus(0), {"pods": 1}, id="zero-dropped"),
     ],
 )
-def test_requests(pod: object, expected: dict[str, int]) -> None:
-    built = pod.obj()  # type: ignore[attr-defined]
+def test_requests(pod: PodBuilder, expected: dict[str, int]) -> None:
+    built = pod.obj()
     assert isinstance(built, Pod)
     assert built.requests() == expected
+    # The watch decodes a pod of another scheduler without the model (scheduler.kube.decoding): same arithmetic.
+    raw = json.dumps({"type": "ADDED", "object": pod.scheduler("default-scheduler").dict()}).encode()
+    change = PodDecoder(keeps_whole=OurPods().include, stamp=dict).change(raw)
+    assert change is not None and isinstance(change[1], ForeignPod)
+    assert change[1].requests == expected
 
 
 def test_broken_quantity_names_the_resource() -> None:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from scheduler.cli import build_parser, main
-from scheduler.cli.serve import build_service
+from scheduler.cli.serve import build_service, our_pods
 from scheduler.cluster_writer import InMemoryClusterWriter
 from scheduler.coordinator import CoordinatorConfig
 from scheduler.leadership import AlwaysLeader
@@ -22,6 +22,18 @@ REPO = Path(__file__).resolve().parents[1]
 def test_serve_is_registered_with_its_options() -> None:
     args = build_parser().parse_args(["serve", "--snapshot", "x.json", "--port", "9999", "--bind-wait", "3"])
     assert (args.snapshot, args.port, args.bind_wait) == ("x.json", 9999, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "names"),
+    [
+        pytest.param([], {"grove"}, id="default"),
+        pytest.param(["--scheduler-name", "a", "--scheduler-name", "b"], {"a", "b"}, id="repeated"),
+    ],
+)
+def test_scheduler_names_decide_which_pods_are_kept_whole(flags: list[str], names: set[str]) -> None:
+    args = build_parser().parse_args(["serve", "--snapshot", "x.json", *flags])
+    assert our_pods(args).scheduler_names == names
 
 
 def test_serve_refuses_a_missing_or_broken_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

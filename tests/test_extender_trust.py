@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
+from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs, PodRef
 from tests.extender_support import (
     SyncClient,
     bind_body,
@@ -32,7 +32,7 @@ def test_twenty_thousand_filters_and_binds_for_pods_nobody_created_leave_the_tab
         errors = []
         for i in range(20_000):
             ghost = pod(f"ghost-{i}", gang="g" if i % 2 else None, gpus=8)
-            reply = await h.coordinator.filter(ExtenderArgs(Pod=ghost, NodeNames=NAMES))
+            reply = await h.coordinator.filter(ExtenderArgs(Pod=PodRef.of(ghost), NodeNames=NAMES))
             errors.append(reply.Error)
             assert reply.NodeNames is None and reply.FailedNodes == {}  # Error, not parked
         bind = await h.coordinator.bind(
@@ -130,7 +130,7 @@ def test_a_standby_proposes_no_preemption_and_scores_nothing() -> None:
                 }
             )
         )
-        scores = await h.coordinator.prioritize(ExtenderArgs(Pod=urgent, NodeNames=NAMES))
+        scores = await h.coordinator.prioritize(ExtenderArgs(Pod=PodRef.of(urgent), NodeNames=NAMES))
         return preempt.NodeNameToMetaVictims, scores
 
     victims, scores = run(main)

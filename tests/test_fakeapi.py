@@ -4,6 +4,7 @@ pass against behaviour no cluster has. Raw HTTP here, so nothing of ours sits be
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,3 +109,36 @@ def test_delete_cascades_to_dependents_unless_orphaned(
     fake.put(PODS, {**k.pod("w"), "metadata": {**k.pod("w")["metadata"], "ownerReferences": [reference]}})
     assert http.request("DELETE", f"{GANG}/g", json={"propagationPolicy": policy}).status_code == 200
     assert [p["metadata"]["name"] for p in fake.objects(PODS)] == left
+
+
+def test_a_paged_list_continues_after_the_last_key_so_changes_between_pages_skip_nothing(
+    fake: FakeApiServer, http: httpx.Client
+) -> None:
+    for name in ("a", "c", "e", "g"):
+        fake.put(PODS, k.pod(name))
+    first = http.get(POD, params={"limit": 2}).json()
+    assert [p["metadata"]["name"] for p in first["items"]] == ["a", "c"]
+    # Between pages: one pod before the cut goes, one after it comes. An offset would skip "e"; a key does not.
+    fake.delete(PODS, "a", "default")
+    fake.put(PODS, k.pod("f"))
+    rest = http.get(POD, params={"limit": 2, "continue": first["metadata"]["continue"]}).json()
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["e", "f"]
+    last = http.get(POD, params={"limit": 2, "continue": rest["metadata"]["continue"]}).json()
+    assert [p["metadata"]["name"] for p in last["items"]] == ["g"] and "continue" not in last["metadata"]
+    assert _status(http.get(POD, params={"continue": "not-a-token"})) == (400, "BadRequest")
+
+
+def test_a_watch_that_ends_leaves_the_connection_open_for_the_next_request(fake: FakeApiServer) -> None:
+    # kube-apiserver keeps the connection after a watch times out; a fake that closed it unannounced made the
+    # client's pool reuse a dead connection (urllib3: "Retrying ... RemoteDisconnected" after every watch).
+    host, port = fake.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(f"GET {POD}?watch=true&timeoutSeconds=0 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        received = b""
+        while not received.endswith(b"0\r\n\r\n"):
+            chunk = sock.recv(65536)
+            assert chunk, "the server closed the connection at the end of the watch"
+            received += chunk
+        assert b"connection: close" not in received.lower()
+        sock.sendall(f"GET {POD} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert sock.recv(64).startswith(b"HTTP/1.1 200")

@@ -3,7 +3,9 @@
 Each case takes a recorded request and breaks it one way: an absurd quantity where a quantity belongs, a required
 field removed or of the wrong type, a random value anywhere, deep nesting, truncated or corrupted bytes. The real
 coordinator answers, over the recording's own cluster. Whatever arrives: never a 500, never an "internal error";
-where the case knows the field it broke, the 400 names it (and the resource, for quantities).
+where the case knows the field it broke, the 400 names it (and the resource, for quantities). Quantities are read
+from a request only in the Nodes of NodeList mode: a Pod's (the request's, preempt's victims') is read for its
+identity alone — the extender plans from the API's copy — so an absurd one there is answered 200, as if unbroken.
 
 ``GROVE_FUZZ_REQUESTS`` and ``GROVE_FUZZ_SEED`` change the size and seed (make test: 3,000 requests, seed 10).
 """
@@ -40,6 +42,7 @@ class Case:
     body: bytes
     kind: str
     named: tuple[str, ...] = ()  # what a 400 must contain; empty: any 200 or 4xx is fine
+    status: int | None = None  # the one status it must get, when the case knows it
 
 
 def _paths(value: Any, prefix: Path = ()) -> Iterator[Path]:
@@ -85,12 +88,15 @@ def _quantity_case(rng: random.Random, verb: str, request: dict[str, Any]) -> Ca
     maps = [p for p in _paths(request) if p and p[-1] in QUANTITY_MAPS and isinstance(_get(request, p), dict)]
     if not maps:
         return None
-    path = rng.choice(maps)
+    read = [p for p in maps if p[0] == "Nodes"]
+    path = rng.choice(read if read and rng.random() < 0.75 else maps)
     resource = rng.choice([*_get(request, path), "nvidia.com/gpu", "example.com/widget"])
     # 5,000 GPUs: a real number, but beyond the sane maximum for GPUs only.
     value = "5000" if resource == "nvidia.com/gpu" and rng.random() < 0.3 else rng.choice(ABSURD_QUANTITIES)
     broken = copy.deepcopy(request)
     _set(broken, (*path, resource), value)
+    if path[0] != "Nodes":
+        return Case(verb, json.dumps(broken).encode(), "unread quantity", status=200)
     where = ".".join(str(step) for step in path)
     return Case(verb, json.dumps(broken).encode(), "quantity", named=(where, resource))
 
@@ -104,9 +110,12 @@ def _get(document: Any, path: Path) -> Any:
 def cases(count: int, seed: int) -> Iterator[Case]:
     rng = random.Random(seed)
     recorded = [(r["path"], r["request"]) for mode in MODES for r in recordings(mode)]
+    with_nodes = [(verb, request) for verb, request in recorded if request.get("Nodes")]
     for _ in range(count):
         verb, request = rng.choice(recorded)
         kind = rng.choice(["quantity", "quantity", "required", "replace", "replace", "delete", "deep", "bytes"])
+        if kind == "quantity" and rng.random() < 0.8:
+            verb, request = rng.choice(with_nodes)  # where quantities are read from a request
         if kind == "quantity" and (case := _quantity_case(rng, verb, request)) is not None:
             yield case
             continue
@@ -156,6 +165,8 @@ def test_fuzzed_requests_never_fail_the_server_and_bad_fields_are_named(client: 
         text = reply.text
         if reply.status_code not in (200, 400, 413) or "internal error" in text:
             wrong.append(f"{case.kind} {case.verb}: {reply.status_code} {text[:300]}")
+        elif case.status is not None and reply.status_code != case.status:
+            wrong.append(f"{case.kind} {case.verb}: wanted {case.status}, got {reply.status_code} {text[:300]}")
         elif case.named and (reply.status_code != 400 or not all(name in reply.json()["Error"] for name in case.named)):
             wrong.append(
                 f"{case.kind} {case.verb}: wanted a 400 naming {case.named}, got {reply.status_code} {text[:300]}"
@@ -166,3 +177,5 @@ def test_fuzzed_requests_never_fail_the_server_and_bad_fields_are_named(client: 
     assert wrong == []
     quantities_refused = sum(n for (kind, status), n in tally.items() if kind == "quantity" and status == 400)
     assert quantities_refused >= REQUESTS // 10, "the generator must exercise the quantity checks"
+    unread = sum(n for (kind, _), n in tally.items() if kind == "unread quantity")
+    assert unread >= REQUESTS // 50, "and the quantities a request carries but the extender does not read"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from api.kube import Node
-from scheduler.state import ClusterStore
-from tests.builders import make_node
+from scheduler.state import ClusterStore, ForeignPod, OurPods
+from tests.builders import make_node, make_pod
 from tests.extender_support import node, pod
 
 GPU = "nvidia.com/gpu"
@@ -99,3 +99,49 @@ def test_node_version_moves_when_a_node_comes_or_goes() -> None:
     at = store.node_version
     store.apply("Node", "ADDED", make_node("n1").gpus(8).obj())  # back with the same shape: still a change
     assert store.node_version > at
+
+
+# --- pods of other schedulers: kept as capacity ------------------------------------------------------------------
+
+
+def test_other_schedulers_pods_count_as_capacity_only() -> None:
+    store = ClusterStore()
+    store.replace("Node", [node("n0")])
+    theirs = make_pod("web-0").scheduler("default-scheduler").gpus(2).on("n0").phase("Running").obj()
+    store.replace("Pod", [pod("w0", gang="g", gpus=4, node_name="n0"), theirs])  # a snapshot hands in Pods
+    assert store.used_on("n0")[GPU] == 6  # 4 of our gang pod + 2 of theirs
+    assert [p.key for p in store.pods()] == ["default/w0"]
+    assert store.pod("default/web-0") is None and store.pod_by_uid("uid-web-0") is None
+    assert store.foreign_pods() == [
+        ForeignPod(namespace="default", name="web-0", node="n0", phase="Running", requests=theirs.requests())
+    ]
+    store.apply("Pod", "DELETED", theirs)
+    assert store.used_on("n0")[GPU] == 4 and store.foreign_pods() == []
+
+
+def test_a_pod_that_joins_a_gang_is_kept_whole_and_counted_once() -> None:
+    store = ClusterStore()
+    store.replace("Node", [node("n0")])
+    store.apply("Pod", "ADDED", make_pod("p").scheduler("default-scheduler").gpus(2).on("n0").obj())
+    store.apply("Pod", "MODIFIED", make_pod("p").scheduler("default-scheduler").gpus(2).on("n0").gang("g").obj())
+    assert store.pod("default/p") is not None and store.foreign_pods() == []
+    assert store.used_on("n0")[GPU] == 2
+    assert [p.key for p in store.pods_of_gang("default/g")] == ["default/p"]
+
+
+def test_scheduler_names_decide_what_is_ours() -> None:
+    store = ClusterStore(ours=OurPods(frozenset({"grove-a", "grove-b"})))
+    store.replace("Pod", [make_pod(n).scheduler(n).obj() for n in ("grove-a", "grove-b", "grove")])
+    assert sorted(p.metadata.name for p in store.pods()) == ["grove-a", "grove-b"]
+    assert [p.name for p in store.foreign_pods()] == ["grove"]
+
+
+def test_listeners_hear_another_schedulers_pod_as_what_the_store_keeps() -> None:
+    store = ClusterStore()
+    heard: list[tuple[str, object]] = []
+    store.subscribe(lambda kind, event, obj: heard.append((event, obj)))
+    theirs = make_pod("a").ns("web").scheduler("default-scheduler").cpu("1").on("n0").phase("Running").obj()
+    store.apply("Pod", "ADDED", theirs)  # handed in whole (a snapshot), kept and announced as capacity
+    store.apply("Pod", "DELETED", theirs)
+    kept = ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={"cpu": 1000, "pods": 1})
+    assert heard == [("ADDED", kept), ("DELETED", kept)]

@@ -27,6 +27,7 @@ from typing import Any
 
 from benchmarks.e2e import objects
 from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer
+from tests.fakeapi.resources import StatusError, parse_path
 
 __all__ = ["main"]
 
@@ -195,7 +196,24 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     load.stop.set()
     events = server.resource_version - started
     server.stop()
-    return {"events": events, **load.counts}
+    return {"events": events, **load.counts, **_requests_by_kind(server)}
+
+
+def _requests_by_kind(server: FakeApiServer) -> Counter[str]:
+    """Requests by verb and resource (and subresource; list and watch apart): what the extender's writes and
+    watches cost the API server shows as the difference between the two phases."""
+    counts: Counter[str] = Counter()
+    for request in server.requests:
+        try:
+            target = parse_path(request.path)
+        except StatusError:
+            counts[f"{request.method} unknown"] += 1
+            continue
+        what = target.resource.rsplit("/", 1)[1] + (f"/{target.subresource}" if target.subresource else "")
+        if request.method == "GET" and target.name is None:
+            what += " watch" if request.query.get("watch") in ("true", "1") else " list"
+        counts[f"{request.method} {what}"] += 1
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:

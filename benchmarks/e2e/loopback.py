@@ -28,8 +28,11 @@ class Connection:
         reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=server_hostname)
         return cls(reader, writer, f"{host}:{port}")
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n"
+    async def request(
+        self, method: str, path: str, body: bytes = b"", *, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self._host}\r\nContent-Type: application/json\r\n{extra}"
         self._writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
         status_line = await asyncio.wait_for(self._reader.readline(), timeout=TIMEOUT_SECONDS)
         if not status_line:
@@ -57,16 +60,18 @@ class Pool:
         self._idle: list[Connection] = []
         self._slots = asyncio.Semaphore(limit) if limit else None
 
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    async def request(
+        self, method: str, path: str, body: bytes = b"", *, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
         if self._slots is None:
-            return await self._request(method, path, body)
+            return await self._request(method, path, body, headers)
         async with self._slots:
-            return await self._request(method, path, body)
+            return await self._request(method, path, body, headers)
 
-    async def _request(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+    async def _request(self, method: str, path: str, body: bytes, headers: dict[str, str] | None) -> tuple[int, bytes]:
         connection = self._idle.pop() if self._idle else await Connection.open(self._host, self._port)
         try:
-            answer = await connection.request(method, path, body)
+            answer = await connection.request(method, path, body, headers=headers)
         except BaseException:
             connection.close()
             raise

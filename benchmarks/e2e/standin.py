@@ -15,7 +15,11 @@ through filter after a per-pod back-off of 1 s doubling to 10 s, as kube-schedul
 
 The cache is filled from one list at start and then follows only the stand-in's own decisions: the pods of
 other schedulers churn on CPU alone, and decoding the watch stream in Python would slow the baseline that
-kube-scheduler's Go informers barely feel, flattering the ratio.
+kube-scheduler's Go informers barely feel, flattering the ratio. One exception, through the extender only: the
+extender binds a gang's ready members itself (issue 9) and answers their earlier bind calls ``Error``, so the
+stand-in watches its own pods (``spec.schedulerName=grove``) as kube-scheduler's informer does: a pod seen bound
+is counted bound then, takes its node's capacity, and leaves the back-off queue instead of coming back through
+filter. (Its decoding is the stand-in's CPU, on the extender's side of the ratio: conservative.)
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ class _Pending:
     requests: np.ndarray
     wire: bytes  # the Pod as kube-scheduler sends it to an extender (managedFields stripped)
     attempts: int = 0
+    node: int | None = None  # the node whose capacity the cache holds for it (assumed, or seen bound)
+    bound: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 @dataclass
@@ -113,12 +123,14 @@ class StandIn:
         api: tuple[str, int],
         extender: tuple[str, int] | None,
         deadline_seconds: float,
+        resource_version: str = "",
         on_bound: Any = None,
     ) -> None:
         self._cache = cache
         self._api = api
         self._extender = extender
         self._deadline = deadline_seconds
+        self._resource_version = resource_version  # of the list the cache was filled from: the watch resumes there
         self._on_bound = on_bound
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self._pending = []
@@ -130,6 +142,7 @@ class StandIn:
                     meta["namespace"], meta["name"], meta.get("uid", ""), pod_requests(pod), json.dumps(wire).encode()
                 )
             )
+        self._by_key = {pending.key: pending for pending in self._pending}
         self.outcome = Outcome(total=len(self._pending))
         self._binds: set[asyncio.Task[None]] = set()
         self._last_bound = 0.0
@@ -141,8 +154,11 @@ class StandIn:
         filters = await Connection.open(*self._extender) if self._extender else None
         started, cpu = time.perf_counter(), time.process_time()
         self._last_bound = started
+        informer = asyncio.create_task(self._follow_binds()) if self._extender else None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._loop(filters, binds), timeout=self._deadline)
+        if informer is not None:
+            informer.cancel()
         self.outcome.elapsed = self._last_bound - started
         self.outcome.cpu_seconds = time.process_time() - cpu
         for task in list(self._binds):
@@ -154,6 +170,8 @@ class StandIn:
 
     async def _loop(self, filters: Connection | None, binds: Pool) -> None:
         while (pod := await self._queue.get()) is not None:
+            if pod.bound:
+                continue  # bound by someone else while it waited (the informer saw it): nothing to schedule
             self.outcome.cycles += 1
             fits = np.flatnonzero(np.all(self._cache.used + pod.requests <= self._cache.allocatable, axis=1))
             if not len(fits):
@@ -163,6 +181,7 @@ class StandIn:
             if node is None:
                 continue
             self._cache.used[node] += pod.requests  # assume
+            pod.node = node
             task = asyncio.create_task(self._bind(binds, pod, node))
             self._binds.add(task)
             task.add_done_callback(self._binds.discard)
@@ -204,16 +223,55 @@ class StandIn:
             status, payload = await binds.request("POST", path, json.dumps(body).encode())
             error = "" if status in (200, 201) else payload.decode(errors="replace")
         if error:
-            self._cache.used[node] -= pod.requests  # forget the assumed pod
             self.outcome.bind_errors += 1
+            if pod.bound:
+                return  # the informer already saw the extender bind it
+            self._cache.used[node] -= pod.requests  # forget the assumed pod
+            pod.node = None
             self._retry(pod, error)
             return
+        self._bound(pod)
+
+    def _bound(self, pod: _Pending) -> None:
+        if pod.bound:
+            return
+        pod.bound = True
         self.outcome.bound += 1
         self._last_bound = time.perf_counter()
         if self._on_bound is not None:
             self._on_bound()
         if self.outcome.bound == self.outcome.total:
             self._queue.put_nowait(None)
+
+    def _seen_bound(self, pod: _Pending, node_name: str) -> None:
+        """kube-scheduler's informer saw the pod bound: its node holds it, whoever bound it."""
+        node = self._cache.index.get(node_name)
+        if node is not None and pod.node != node:
+            if pod.node is not None:
+                self._cache.used[pod.node] -= pod.requests
+            self._cache.used[node] += pod.requests
+            pod.node = node
+        self._bound(pod)
+
+    async def _follow_binds(self) -> None:
+        """Watch our pods from the listed resourceVersion; each event is one chunk of the chunked response."""
+        host, port = self._api
+        reader, writer = await asyncio.open_connection(host, port)
+        query = "watch=true&fieldSelector=spec.schedulerName%3Dgrove&timeoutSeconds=3600"
+        query += f"&resourceVersion={self._resource_version}"
+        try:
+            writer.write(f"GET /api/v1/pods?{query} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            while (await reader.readline()) not in (b"\r\n", b""):
+                pass  # status line and headers
+            while size := int((await reader.readline()).strip() or b"0", 16):
+                event = json.loads((await reader.readexactly(size + 2))[:-2])
+                obj = event.get("object") or {}
+                meta, node_name = obj.get("metadata") or {}, (obj.get("spec") or {}).get("nodeName")
+                pod = self._by_key.get(f"{meta.get('namespace')}/{meta.get('name')}")
+                if pod is not None and node_name and event.get("type") in ("ADDED", "MODIFIED"):
+                    self._seen_bound(pod, node_name)
+        finally:
+            writer.close()
 
     def _retry(self, pod: _Pending, reason: str) -> None:
         if len(self.outcome.first_errors) < 3:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from placement import solve
@@ -33,7 +33,7 @@ from scheduler.kube.connect import ConnectError
 from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
 from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
+from scheduler.state import ClusterStore, OurPods, load_snapshot_into
 from topology import Level
 
 __all__ = ["Service", "build_service", "register"]
@@ -43,9 +43,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Service:
-    app: FastAPI  # the verbs and probes
-    probe_app: FastAPI  # the probes alone
-    debug_app: FastAPI  # /metrics and /debug/gangs
+    app: ASGIApp  # the verbs and probes
+    probe_app: ASGIApp  # the probes alone
+    debug_app: ASGIApp  # /metrics and /debug/gangs
     coordinator: Coordinator
     worker: BackgroundWorker
 
@@ -106,6 +106,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
     )
     parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        metavar="NAME",
+        help="schedulerName of the kube-scheduler profile that calls this extender (repeatable; default: grove). "
+        "Pods it schedules and Grove gang members are kept whole; other pods only as the capacity they hold",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(handler=run_serve)
 
@@ -133,6 +141,10 @@ def run_serve(args: argparse.Namespace) -> int:
     return 2
 
 
+def our_pods(args: argparse.Namespace) -> OurPods:
+    return OurPods(frozenset(args.scheduler_names)) if args.scheduler_names else OurPods()
+
+
 def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     try:
         snapshot = load_snapshot(args.snapshot)
@@ -140,7 +152,7 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     except (SnapshotError, LevelsError) as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
-    store = ClusterStore()
+    store = ClusterStore(ours=our_pods(args))
     service = build_service(
         store=store,
         writer=InMemoryClusterWriter(store),
@@ -175,7 +187,7 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     except (LevelsError, ConnectError) as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
-    store = ClusterStore()
+    store = ClusterStore(ours=our_pods(args))
     # Built before the watches fill the store, so the first list's events queue every pending gang for planning.
     service = build_service(
         store=store,

@@ -14,18 +14,18 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from pydantic import BaseModel, Field, ValidationError
 from urllib3.exceptions import HTTPError
 
 from api.grove import PodGang
-from api.kube import Node, Pod, unusable_node
+from api.kube import Node
 from scheduler.kube.connect import describe_error
+from scheduler.kube.decoding import CHANGES, Decoder, EventType, Model, ModelDecoder, PodDecoder
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_decoded
 
 __all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
@@ -33,19 +33,6 @@ __all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
 log = logging.getLogger(__name__)
 
 Kind = Literal["Node", "Pod", "PodGang"]
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Model = Node | Pod | PodGang
-ModelT = TypeVar("ModelT", Node, Pod, PodGang)
-_CHANGES: frozenset[str] = frozenset(("ADDED", "MODIFIED", "DELETED"))
-
-
-class _Event(BaseModel, Generic[ModelT]):
-    """A watch event decoded straight from its bytes into the model: pydantic's JSON parser skips every field the
-    model does not read (a Pod's managedFields, a Node's images and conditions) instead of building them as dicts
-    first, which roughly halves the watch threads' CPU per event."""
-
-    type: str
-    object: ModelT
 
 
 class WatchedStore(Protocol):
@@ -59,6 +46,9 @@ class WatchedStore(Protocol):
 
     def mark_synced(self) -> None:
         """Every kind has been listed once."""
+
+    def keeps_whole(self, *, labels: Mapping[str, str] | None, scheduler_name: str) -> bool:
+        """Whether a pod is kept as a ``Pod`` (else as a ``ForeignPod``): the Pod watch decodes only that."""
 
 
 @dataclass
@@ -81,27 +71,17 @@ class _Expired(Exception):
     """The watch's resourceVersion is gone: relist."""
 
 
-class _Page(BaseModel, Generic[ModelT]):
-    """A list page decoded straight into models, for the same reason as ``_Event``; at 100,000 pods the raw
-    dicts of a whole list were most of the extender's peak memory."""
-
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    items: list[ModelT] | None = None
-
-
 @dataclass(frozen=True)
 class _Watched:
     kind: Kind
     resource: Resource
-    model: type[BaseModel]
-    event: type[_Event[Any]]
-    page: type[_Page[Any]]
+    decoder: Callable[[WatchedStore], Decoder]
 
 
 _WATCHED = (
-    _Watched("Node", NODES, Node, _Event[Node], _Page[Node]),
-    _Watched("Pod", PODS, Pod, _Event[Pod], _Page[Pod]),
-    _Watched("PodGang", PODGANGS, PodGang, _Event[PodGang], _Page[PodGang]),
+    _Watched("Node", NODES, lambda store: ModelDecoder(Node, stamp=NODES.stamp)),
+    _Watched("Pod", PODS, lambda store: PodDecoder(keeps_whole=store.keeps_whole, stamp=PODS.stamp)),
+    _Watched("PodGang", PODGANGS, lambda store: ModelDecoder(PodGang, stamp=PODGANGS.stamp)),
 )
 
 
@@ -153,6 +133,7 @@ class _Watcher:
         self._watched = watched
         self._api_client = api_client
         self._call = watched.resource.list_call(api_client)
+        self._decoder = watched.decoder(store)
         self._store = store
         self._stop = stop
         self._latch = latch
@@ -214,7 +195,7 @@ class _Watcher:
             (shutdown or response.close)()
 
     def _relist(self) -> str:
-        objects, version = list_decoded(self._api_client, self._watched.resource, decode=self._decode_page)
+        objects, version = list_decoded(self._api_client, self._watched.resource, decode=self._decoder.page)
         self._store.replace(self._watched.kind, objects)
         log.info("listed kind=%s count=%d resourceVersion=%s", self._watched.kind, len(objects), version)
         self._latch.listed(self._watched.kind)
@@ -250,28 +231,15 @@ class _Watcher:
             response.release_conn()
         return version
 
-    def _decode_page(self, data: bytes) -> tuple[list[Model], dict[str, Any]]:
-        """A page straight into models; a page the models refuse takes the dict path, which skips (and names)
-        just the bad objects."""
-        try:
-            page = self._watched.page.model_validate_json(data)
-        except ValidationError:
-            body = json.loads(data)
-            items = (self._parse(self._watched.resource.stamp(item)) for item in body.get("items") or [])
-            return [obj for obj in items if obj is not None], body.get("metadata") or {}
-        return list(page.items or []), page.metadata
-
     def _handle_line(self, line: bytes, version: str) -> str:
-        """A change decodes straight into the model; anything else (ERROR, BOOKMARK, an object the model refuses)
+        """A change goes straight to the store; anything else (ERROR, BOOKMARK, an object the fast path refuses)
         takes the dict path, which knows what to do with it and names a bad object in the log."""
-        try:
-            event = self._watched.event.model_validate_json(line)
-        except ValidationError:
+        change = self._decoder.change(line)
+        if change is None:
             return self._handle(json.loads(line), version)
-        if event.type not in _CHANGES:
-            return self._handle(json.loads(line), version)
-        self._store.apply(self._watched.kind, event.type, event.object)  # type: ignore[arg-type]
-        return event.object.metadata.resourceVersion or version
+        event_type, obj, new_version = change
+        self._store.apply(self._watched.kind, event_type, obj)
+        return new_version or version
 
     def _handle(self, event: dict[str, Any], version: str) -> str:
         event_type = event.get("type")
@@ -283,33 +251,13 @@ class _Watcher:
         new_version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
         if event_type == "BOOKMARK":
             return new_version
-        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+        if event_type not in CHANGES:
             log.warning("unknown watch event kind=%s type=%s", self._watched.kind, event_type)
             return new_version
-        parsed = self._parse(self._watched.resource.stamp(obj))
+        parsed = self._decoder.parse(self._watched.resource.stamp(obj))
         if parsed is not None:
             self._store.apply(self._watched.kind, event_type, parsed)
         return new_version
-
-    def _parse(self, item: dict[str, Any]) -> Model | None:
-        try:
-            parsed: Model = self._watched.model.model_validate(item)  # type: ignore[assignment]
-        except ValidationError as err:
-            # One malformed object (a hand-written PodGang, say) must not stall the whole mirror: skip it, loudly.
-            meta = item.get("metadata") or {}
-            first = err.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            log.warning(
-                "skipping invalid object kind=%s name=%s/%s field=%s error=%s",
-                self._watched.kind,
-                meta.get("namespace", ""),
-                meta.get("name", "?"),
-                where,
-                first["msg"],
-            )
-            # A node that cannot be read must not keep an older, usable version in the store: it stays, unusable.
-            return unusable_node(item) if self._watched.kind == "Node" else None
-        return parsed
 
 
 def start_watchers(

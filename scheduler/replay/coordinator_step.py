@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult
+from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, PodRef
 from api.kube import Node, Pod
 from placement import GangRequest, GroupRequest, solve
 from scheduler.cluster_writer import InMemoryClusterWriter
@@ -100,7 +100,9 @@ class CoordinatorStep:
         for group in remaining.groups:
             for key in group.pods:
                 pod = pods[key]
-                reply = await self.coordinator.filter(ExtenderArgs(Pod=pod, NodeNames=self._fitting(group, room)))
+                reply = await self.coordinator.filter(
+                    ExtenderArgs(Pod=PodRef.of(pod), NodeNames=self._fitting(group, room))
+                )
                 if not reply.NodeNames:
                     reasons.append(reply.Error or next(iter(reply.FailedNodes.values()), "no node passed the filter"))
                     if not binds:

@@ -4,9 +4,13 @@ Writers are the watch threads (or a snapshot load) calling ``replace``/``apply``
 event loop and in planning threads. One lock guards every map; objects are never mutated in place (a change is a
 new object), so a reader may keep what it got after the lock is released.
 
-Besides the objects it keeps the indexes the hot path needs: pods by UID (preempt sends UIDs), pods by gang
-label, each pod's summed requests (parsing quantities on every filter would cost more than the rest of the call),
-and the capacity bound pods use on each node.
+Pods are kept whole only when they are ours (``foreign.OurPods``); a pod of another scheduler is kept as a
+``ForeignPod`` (its capacity), whether it arrives so (the watch decodes it so) or as a ``Pod`` (a snapshot), and
+listeners hear it as that ``ForeignPod``. ``pod``/``pods``/``pod_by_uid`` see our pods only; ``used_on`` counts
+every pod.
+
+Besides the objects it keeps the indexes the hot path needs (``pod_index``) and, per Node, its parsed allocatable
+and its shape (what placement reads of it).
 """
 
 from __future__ import annotations
@@ -16,34 +20,19 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from api.grove import LABEL_PODGANG, PodGang
+from api.grove import PodGang
 from api.kube import Node, Pod, ResourceVector
+from scheduler.state.foreign import ForeignPod, OurPods
+from scheduler.state.pod_index import PodIndex
 
-__all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "node_shape"]
+__all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "Stored", "node_shape"]
 
 Kind = Literal["Node", "Pod", "PodGang"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 StoreListener = Callable[[Kind, EventType, object], None]
+Stored = Node | Pod | ForeignPod | PodGang
 
 log = logging.getLogger(__name__)
-
-
-def _gang_key_of(pod: Pod) -> str | None:
-    gang = pod.metadata.labels.get(LABEL_PODGANG)
-    return f"{pod.metadata.namespace}/{gang}" if gang else None
-
-
-def _same_resources(old: Pod, new: Pod) -> bool:
-    """The new pod shares the old one's container objects (an in-memory bind copies only ``nodeName``)."""
-    return (
-        old.spec.containers is new.spec.containers
-        and old.spec.initContainers is new.spec.initContainers
-        and old.spec.overhead is new.spec.overhead
-    )
-
-
-def _holds_capacity(pod: Pod) -> bool:
-    return bool(pod.spec.nodeName) and not pod.terminal
 
 
 NodeShape = tuple[object, ...]
@@ -65,17 +54,14 @@ class ClusterStore:
     """Thread-safe mirror of the cluster. ``version`` grows on every change; listeners hear every change after it
     is visible to readers, on the writer's thread, and must return quickly (enqueue, do not work)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ours: OurPods | None = None) -> None:
+        self._ours = ours or OurPods()
         self._lock = threading.RLock()
         self._nodes: dict[str, Node] = {}
-        self._pods: dict[str, Pod] = {}
+        self._pods = PodIndex()
         self._gangs: dict[str, PodGang] = {}
-        self._uid_to_pod: dict[str, str] = {}
-        self._gang_pods: dict[str, set[str]] = {}
-        self._requests: dict[str, ResourceVector] = {}
         self._allocatable: dict[str, ResourceVector] = {}
         self._shapes: dict[str, NodeShape] = {}
-        self._used: dict[str, ResourceVector] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
         self._node_version = 0
@@ -83,39 +69,48 @@ class ClusterStore:
 
     # --- writes ------------------------------------------------------------------------------------------------
 
-    def replace(self, kind: Kind, objects: Sequence[Node | Pod | PodGang]) -> None:
+    def replace(self, kind: Kind, objects: Sequence[Stored]) -> None:
         """Install the result of a (re)list: afterwards ``kind`` holds exactly ``objects``."""
         events: list[tuple[EventType, object]] = []
         with self._lock:
-            current = self._current(kind)
-            incoming = {self._key(kind, obj): obj for obj in objects}
-            for key in [k for k in current if k not in incoming]:
+            incoming = {self._key(obj): self._kept(obj) for obj in objects}
+            for key in [k for k in self._keys(kind) if k not in incoming]:
                 events.append(("DELETED", self._remove(kind, key)))
             for key, obj in incoming.items():
-                events.append(("MODIFIED" if key in current else "ADDED", obj))
-                self._upsert(kind, key, obj)
+                events.append(("MODIFIED" if self._has(kind, key) else "ADDED", obj))
+                self._upsert(key, obj)
         for event_type, changed in events:
             self._notify(kind, event_type, changed)
 
-    def apply(self, kind: Kind, event_type: EventType, obj: Node | Pod | PodGang) -> None:
+    def apply(self, kind: Kind, event_type: EventType, obj: Stored) -> None:
         """Apply one watch event. A DELETED for an unknown object and an ADDED for a known one are both fine
         (watches replay after a relist)."""
-        key = self._key(kind, obj)
+        key = self._key(obj)
+        obj = self._kept(obj)
         with self._lock:
             if event_type == "DELETED":
-                if key not in self._current(kind):
+                if not self._has(kind, key):
                     return
                 self._remove(kind, key)
             else:
-                self._upsert(kind, key, obj)
+                self._upsert(key, obj)
         self._notify(kind, event_type, obj)
+
+    def keeps_whole(self, *, labels: Mapping[str, str] | None, scheduler_name: str) -> bool:
+        """Whether a pod with these labels and ``schedulerName`` is kept as a ``Pod`` (else as a ``ForeignPod``):
+        a watch decodes only what the store will keep."""
+        return self._ours.include(labels=labels, scheduler_name=scheduler_name)
 
     def mark_synced(self) -> None:
         """Every kind has been listed once: the mirror is complete enough to plan on."""
         with self._lock:
             self._synced = True
         log.info(
-            "cluster state synced nodes=%d pods=%d podgangs=%d", len(self._nodes), len(self._pods), len(self._gangs)
+            "cluster state synced nodes=%d pods=%d other_pods=%d podgangs=%d",
+            len(self._nodes),
+            len(self._pods.ours),
+            len(self._pods.foreign),
+            len(self._gangs),
         )
 
     def subscribe(self, callback: StoreListener) -> None:
@@ -147,16 +142,23 @@ class ClusterStore:
         return self._nodes.get(name)
 
     def pods(self) -> list[Pod]:
+        """Our pods (``OurPods``); pods of other schedulers are only counted in ``used_on``."""
         with self._lock:
-            return list(self._pods.values())
+            return list(self._pods.ours.values())
 
     def pod(self, key: str) -> Pod | None:
-        return self._pods.get(key)
+        """One of our pods; ``None`` for a pod the store does not hold or holds as a ``ForeignPod``."""
+        return self._pods.ours.get(key)
+
+    def foreign_pods(self) -> list[ForeignPod]:
+        with self._lock:
+            return list(self._pods.foreign.values())
 
     def pod_by_uid(self, uid: str) -> Pod | None:
+        """One of our pods by UID (a pod of another scheduler is never a gang member to protect)."""
         with self._lock:
-            key = self._uid_to_pod.get(uid)
-            return self._pods.get(key) if key else None
+            key = self._pods.by_uid.get(uid)
+            return self._pods.ours.get(key) if key else None
 
     def podgangs(self) -> list[PodGang]:
         with self._lock:
@@ -168,12 +170,12 @@ class ClusterStore:
     def pods_of_gang(self, gang_key: str) -> list[Pod]:
         """Pods labelled ``grove.io/podgang=<gang>`` in the gang's namespace (whether or not the PodGang lists them)."""
         with self._lock:
-            return [self._pods[key] for key in self._gang_pods.get(gang_key, ())]
+            return [self._pods.ours[key] for key in self._pods.by_gang.get(gang_key, ())]
 
     def requests_of(self, pod: Pod) -> ResourceVector:
         """The pod's summed requests; cached for pods in the store, computed for others."""
-        cached = self._requests.get(pod.key)
-        stored = self._pods.get(pod.key)
+        cached = self._pods.requests.get(pod.key)
+        stored = self._pods.ours.get(pod.key)
         if cached is not None and stored is pod:
             return cached
         return pod.requests()
@@ -189,36 +191,44 @@ class ClusterStore:
     def used_on(self, node: str) -> ResourceVector:
         """Units held on ``node`` by bound, non-terminal pods."""
         with self._lock:
-            return dict(self._used.get(node, {}))
+            return dict(self._pods.used.get(node, {}))
 
     def used_by_node(self) -> dict[str, ResourceVector]:
         with self._lock:
-            return {name: dict(vector) for name, vector in self._used.items()}
+            return {name: dict(vector) for name, vector in self._pods.used.items()}
 
     # --- internals ---------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _key(kind: Kind, obj: Node | Pod | PodGang) -> str:
+    def _key(obj: Stored) -> str:
         if isinstance(obj, Node):
             return obj.name
         return obj.key
 
-    def _current(self, kind: Kind) -> Mapping[str, object]:
-        if kind == "Node":
-            return self._nodes
-        if kind == "Pod":
-            return self._pods
-        return self._gangs
+    def _kept(self, obj: Stored) -> Stored:
+        """What the store keeps of ``obj``: a pod of another scheduler as its capacity."""
+        if isinstance(obj, Pod) and not self._ours.include_pod(obj):
+            return ForeignPod.of(obj, obj.requests())
+        return obj
 
-    def _upsert(self, kind: Kind, key: str, obj: Node | Pod | PodGang) -> None:
+    def _keys(self, kind: Kind) -> list[str]:
+        if kind == "Node":
+            return list(self._nodes)
+        if kind == "Pod":
+            return self._pods.keys()
+        return list(self._gangs)
+
+    def _has(self, kind: Kind, key: str) -> bool:
+        if kind == "Node":
+            return key in self._nodes
+        if kind == "Pod":
+            return key in self._pods
+        return key in self._gangs
+
+    def _upsert(self, key: str, obj: Stored) -> None:
         self._version += 1
-        if isinstance(obj, Pod):
-            old = self._pods.get(key)
-            reuse = self._requests.get(key) if old is not None and _same_resources(old, obj) else None
-            if old is not None:
-                self._unindex_pod(old)
-            self._pods[key] = obj
-            self._index_pod(obj, requests=reuse)
+        if isinstance(obj, Pod | ForeignPod):
+            self._pods.put(key, obj)
         elif isinstance(obj, Node):
             allocatable = obj.allocatable()
             shape = node_shape(obj, allocatable)
@@ -233,46 +243,13 @@ class ClusterStore:
     def _remove(self, kind: Kind, key: str) -> object:
         self._version += 1
         if kind == "Pod":
-            pod = self._pods.pop(key)
-            self._unindex_pod(pod)
-            return pod
+            return self._pods.pop(key)
         if kind == "Node":
             self._node_version += 1
             self._allocatable.pop(key, None)
             self._shapes.pop(key, None)
             return self._nodes.pop(key)
         return self._gangs.pop(key)
-
-    def _index_pod(self, pod: Pod, *, requests: ResourceVector | None = None) -> None:
-        requests = requests if requests is not None else pod.requests()
-        self._requests[pod.key] = requests
-        if pod.metadata.uid:
-            self._uid_to_pod[pod.metadata.uid] = pod.key
-        gang = _gang_key_of(pod)
-        if gang:
-            self._gang_pods.setdefault(gang, set()).add(pod.key)
-        if _holds_capacity(pod):
-            used = self._used.setdefault(pod.spec.nodeName, {})
-            for name, amount in requests.items():
-                used[name] = used.get(name, 0) + amount
-
-    def _unindex_pod(self, pod: Pod) -> None:
-        requests = self._requests.pop(pod.key, {})
-        if pod.metadata.uid and self._uid_to_pod.get(pod.metadata.uid) == pod.key:
-            del self._uid_to_pod[pod.metadata.uid]
-        gang = _gang_key_of(pod)
-        if gang and gang in self._gang_pods:
-            self._gang_pods[gang].discard(pod.key)
-            if not self._gang_pods[gang]:
-                del self._gang_pods[gang]
-        if _holds_capacity(pod):
-            used = self._used.get(pod.spec.nodeName, {})
-            for name, amount in requests.items():
-                left = used.get(name, 0) - amount
-                if left:
-                    used[name] = left
-                else:
-                    used.pop(name, None)
 
     def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:
         for listener in list(self._listeners):

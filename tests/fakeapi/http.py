@@ -6,6 +6,7 @@ kube-apiserver's shapes: ``<Kind>List`` with ``metadata.resourceVersion`` and ``
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import sys
@@ -139,18 +140,18 @@ class _Handler(BaseHTTPRequestHandler):
         raise StatusError(405, "MethodNotAllowed", f"{method} {where} is not supported by the fake")
 
     def _list(self, target: Target, request: Request) -> dict[str, Any]:
-        start = int(request.query.get("continue") or 0)
-        page, version, more = self.api.store.page(
+        token = request.query.get("continue")
+        page, version, last = self.api.store.page(
             target.resource,
             target.namespace,
             fields=request.query.get("fieldSelector"),
             labels=request.query.get("labelSelector"),
-            start=start,
+            after=_continue_key(token) if token else None,
             limit=int(request.query.get("limit") or 0),
         )
         meta: dict[str, Any] = {"resourceVersion": str(version)}
-        if more is not None:
-            meta["continue"] = str(more)
+        if last is not None:
+            meta["continue"] = _continue_token(last)
         if target.resource.startswith("v1/"):  # core lists carry no kind/apiVersion per item; CRD lists do
             for item in page:
                 item.pop("kind", None)
@@ -184,5 +185,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up: done
-        self.close_connection = True
+            self.close_connection = True  # the client hung up: done
+        # A watch that ends (its timeout, compaction) leaves the connection open for the next request, as
+        # kube-apiserver's does: closing it unannounced made the client's pool reuse a dead connection, and urllib3
+        # log "Retrying ... RemoteDisconnected" at WARNING after every watch.
+
+
+def _continue_token(key: tuple[str, str]) -> str:
+    """Opaque to clients, as kube-apiserver's (which encodes the last key it returned)."""
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode()
+
+
+def _continue_key(token: str) -> tuple[str, str]:
+    try:
+        namespace, name = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, TypeError):
+        raise StatusError(400, "BadRequest", f"invalid continue token {token!r}") from None
+    return str(namespace), str(name)

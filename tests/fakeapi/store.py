@@ -10,7 +10,9 @@ collector runs shortly after. Every refusal is a ``StatusError`` the HTTP layer 
 
 from __future__ import annotations
 
+import bisect
 import copy
+import json
 import threading
 import time
 import uuid
@@ -44,6 +46,9 @@ class Store:
     def __init__(self) -> None:
         self.cond = threading.Condition()  # re-entrant: helpers call each other holding it
         self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        # Each resource's keys in list order, kept until one is added or removed: sorting 100,000 pods for every
+        # page of 500 made one list take minutes.
+        self._sorted: dict[str, list[tuple[str, str]]] = {}
         self.log: list[_Entry] = []
         self.rv = 100
         self.compacted = 0
@@ -59,19 +64,40 @@ class Store:
         return found
 
     def page(
-        self, resource: str, namespace: str, *, fields: str | None, labels: str | None, start: int, limit: int
-    ) -> tuple[list[Obj], int, int | None]:
-        """One page of a list: the items, the list's resourceVersion and the offset to continue from."""
+        self,
+        resource: str,
+        namespace: str,
+        *,
+        fields: str | None,
+        labels: str | None,
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> tuple[list[Obj], int, tuple[str, str] | None]:
+        """One page of a list: the items after the key ``after`` (in namespace/name order, as etcd's key order
+        is), the list's resourceVersion, and the key to continue after (``None`` on the last page). Continuing
+        after a key, as kube-apiserver's continue token does, neither skips nor repeats an object when others are
+        added or removed between pages."""
         with self.cond:
-            everything = sorted(self.objects.get(resource, {}).items())
-            items = [
-                o
-                for (ns, _), o in everything
-                if (not namespace or ns == namespace) and field_matches(o, fields) and label_matches(o, labels)
-            ]
-            limit = limit or len(items)
-            more = start + limit if start + limit < len(items) else None
-            return [copy.deepcopy(o) for o in items[start : start + limit]], self.rv, more
+            bucket = self.objects.get(resource, {})
+            keys = self._sorted.get(resource)
+            if keys is None:
+                keys = self._sorted[resource] = sorted(bucket)
+            items: list[Obj] = []
+            last: tuple[str, str] | None = None
+            for index in range(bisect.bisect_right(keys, after) if after else 0, len(keys)):
+                key = keys[index]
+                obj = bucket[key]
+                if (
+                    (namespace and key[0] != namespace)
+                    or not field_matches(obj, fields)
+                    or not label_matches(obj, labels)
+                ):
+                    continue
+                if limit and len(items) == limit:
+                    return items, self.rv, last
+                items.append(json.loads(json.dumps(obj)))  # a copy: twice as fast as deepcopy for plain JSON
+                last = key
+            return items, self.rv, None
 
     # --- writes through the API ----------------------------------------------------------------------------------
 
@@ -219,6 +245,7 @@ class Store:
         with self.cond:
             obj = self.objects.get(resource, {}).pop((namespace, name), None)
             if obj is not None:
+                self._sorted.pop(resource, None)
                 self.rv += 1
                 obj["metadata"]["resourceVersion"] = str(self.rv)
                 if not silent:
@@ -239,6 +266,8 @@ class Store:
             meta["generation"] = before + 1 if old is None or old.get("spec") != obj.get("spec") else before
             obj.setdefault("kind", spec.kind)
             obj.setdefault("apiVersion", Resource.api_version(resource))
+            if old is None:
+                self._sorted.pop(resource, None)
             bucket[(meta.get("namespace", ""), meta["name"])] = obj
             if not silent:
                 self._append(resource, "ADDED" if old is None else "MODIFIED", obj, old=old)

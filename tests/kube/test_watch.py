@@ -88,6 +88,20 @@ def test_watch_events_reach_the_store(fake: FakeApiServer, watching: tuple[Count
     assert store.used_on("gpu-0").get("nvidia.com/gpu") == 4, "the bound pod's GPUs count as used"
 
 
+def test_other_schedulers_pods_are_watched_as_capacity(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
+) -> None:
+    store, _ = watching
+    wait_for(lambda: store.synced_calls == 1)
+    theirs = k.pod("web-0", node_name="gpu-0", phase="Running", gpus=2)
+    theirs["spec"]["schedulerName"] = "default-scheduler"
+    fake.put(PODS, theirs)
+    wait_for(lambda: store.used_on("gpu-0").get("nvidia.com/gpu") == 2)
+    assert store.pod("default/web-0") is None and [p.key for p in store.foreign_pods()] == ["default/web-0"]
+    fake.delete(PODS, "web-0", "default")
+    wait_for(lambda: store.used_on("gpu-0") == {} and store.foreign_pods() == [])
+
+
 def test_a_finished_pod_leaves_the_store(fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]) -> None:
     store, _ = watching
     wait_for(lambda: store.synced_calls == 1)

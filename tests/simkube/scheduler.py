@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult
+from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, PodRef
 from api.kube import Node, Pod
 from tests.simkube.api import EventType, FakeApi, Kind
 from tests.simkube.queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
@@ -171,7 +171,7 @@ class KubeScheduler:
             return
         try:
             self.stats.filter_calls += 1
-            reply: ExtenderFilterResult = await self.call_filter(ExtenderArgs(Pod=pod, NodeNames=names))
+            reply: ExtenderFilterResult = await self.call_filter(ExtenderArgs(Pod=PodRef.of(pod), NodeNames=names))
         except ExtenderDown:
             reply = ExtenderFilterResult(Error="extender unreachable")
         if reply.Error:
@@ -186,7 +186,7 @@ class KubeScheduler:
         node = chosen[0]
         if len(chosen) > 1:
             try:
-                scores = await self.call_prioritize(ExtenderArgs(Pod=pod, NodeNames=chosen))
+                scores = await self.call_prioritize(ExtenderArgs(Pod=PodRef.of(pod), NodeNames=chosen))
                 node = max(scores, key=lambda s: s.Score).Host if scores else node
             except ExtenderDown:
                 pass  # prioritize errors are ignored
