@@ -1,11 +1,11 @@
-"""From a PodGang and its pods to the solver's ``GangRequest``: the one translator ``plan``, ``snapshot inspect``
-and the benchmarks use (and the coordinator's planning step, once the gang lifecycle rework lands).
+"""From a PodGang and its pods to the solver's ``GangRequest``: the one translator ``serve`` (the coordinator's
+planning step), ``plan``, ``snapshot inspect`` and the benchmarks use.
 
 The request asks for what is still to place. Members already bound (``spec.nodeName``, not finished) and members
-the caller has *placed* (kube-scheduler assumed them on a node: waiting at the barrier, ready to bind) are facts:
-they are left out, count towards their group's ``minReplicas``, and hold every ``required`` pack scope they are in
-to their domain. Gated and finished pods are not planned. Groups with nothing left to plan are dropped, with the
-pack scopes that covered only them.
+the caller has *placed* (kube-scheduler assumed them on a node: waiting at the barrier, ready to bind, or kept on
+the node an earlier plan gave them) are facts: they are left out, count towards their group's ``minReplicas``, and
+hold every ``required`` pack scope they are in to their domain. Gated and finished pods are not planned. Groups
+with nothing left to plan are dropped, with the pack scopes that covered only them.
 
 One documented way for what Grove's templates make rare:
 - **Pods of one group that ask for different amounts** are planned at the per-resource peak of the pods still to
@@ -15,13 +15,15 @@ One documented way for what Grove's templates make rare:
   priority class into pods, so pods may carry none: then 0, as the API defaults it).
 - **A group config naming a group the gang does not have** is refused, naming the config and the group: a pack
   the user wrote is never silently narrowed.
-A referenced pod that does not exist yet, or guaranteed pods still gated, make the gang not plannable yet
-(:class:`GangNotReady`).
+- **A referenced pod that does not exist (yet)** is left out; the gang is not plannable yet
+  (:class:`GangNotReady`) only when that, or guaranteed pods still gated, leave a group short of ``minReplicas``
+  (Grove creates pods and fills ``podReferences`` as they appear; a missing extra must not hold the gang).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from api.grove import LABEL_PODGANG, PodGang, PodGangTopologyConstraint
 from api.kube import Node, Pod
@@ -66,10 +68,10 @@ def _eligible(pods: Sequence[Pod], nodes: Sequence[Node]) -> frozenset[str] | No
     return result
 
 
-def _peak(pods: Iterable[Pod]) -> dict[str, int]:
+def _peak(vectors: Iterable[Mapping[str, int]]) -> dict[str, int]:
     peak: dict[str, int] = {}
-    for pod in pods:
-        for resource, units in pod.requests().items():
+    for vector in vectors:
+        for resource, units in vector.items():
             peak[resource] = max(peak.get(resource, 0), units)
     return peak
 
@@ -87,80 +89,120 @@ def gang_request(
     excluded: Mapping[str, frozenset[str]] | None = None,
     only: str | None = None,
     gated: bool = False,
+    requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
 ) -> GangRequest:
-    """The request for what is left of ``gang``. ``pods`` maps pod keys (``ns/name``) to pods and must hold every
-    member; ``placed`` maps members assumed on a node (not bound yet) to it; ``excluded`` maps a group to nodes
+    """The request for what is left of ``gang``. ``pods`` maps pod keys (``ns/name``) to the members that exist;
+    ``placed`` maps members assumed on a node (not bound yet) to it; ``excluded`` maps a group to nodes
     kube-scheduler's own filters refused for it; with ``only``, just that pod is planned, as one required pod
     (a best-effort extra of a gang that already stands); ``gated``: count gated pods as waiting too (what the
-    gang will ask for, as a summary shows it, rather than what can be placed now)."""
+    gang will ask for, as a summary shows it, rather than what can be placed now); ``requests``: a pod's summed
+    requests (the extender passes its store's cached ones)."""
     where = f"PodGang {gang.key}"
-    placed = placed or {}
-    excluded = excluded or {}
     names = [group.name for group in gang.spec.podgroups]
     if len(set(names)) != len(names):
         raise GangRequestError(f"{where}: spec.podgroups names must be unique, got {names}")
     scopes = _scopes(gang, names)
-    members: dict[str, list[Pod]] = {}
+    members: list[_Members] = []
     for index, podgroup in enumerate(gang.spec.podgroups):
         at = f"{where}: spec.podgroups[{index}] ({podgroup.name})"
-        group_pods: list[Pod] = []
-        for reference in podgroup.podReferences:
-            key = reference.key_in(gang.metadata.namespace)
-            pod = pods.get(key)
-            if pod is None:
-                raise GangNotReady(f"{at}: pod {key} is referenced but does not exist")
-            group_pods.append(pod)
-        if podgroup.minReplicas > len(group_pods):
+        keys = [reference.key_in(gang.metadata.namespace) for reference in podgroup.podReferences]
+        if podgroup.minReplicas > len(keys):
             raise GangRequestError(
-                f"{at}: minReplicas is {podgroup.minReplicas} but only {len(group_pods)} pods are referenced"
+                f"{at}: minReplicas is {podgroup.minReplicas} but only {len(keys)} pods are referenced"
             )
-        members[podgroup.name] = group_pods
-    node_of = {pod.key: node for group in members.values() for pod in group if (node := _placed_on(pod, placed))}
+        present = tuple(pod for key in keys if (pod := pods.get(key)) is not None)
+        missing = tuple(key for key in keys if key not in pods)
+        members.append(_Members(at, podgroup.name, podgroup.minReplicas, present, missing))
+    return _translate(
+        namespace=gang.metadata.namespace,
+        name=gang.metadata.name,
+        members=members,
+        scopes=scopes,
+        nodes=nodes,
+        known=_Known(placed or {}, excluded or {}, only, gated, requests),
+    )
+
+
+@dataclass(frozen=True)
+class _Members:
+    """A group as the translator sees it: the referenced pods that exist, in reference order, and those that do
+    not (yet)."""
+
+    where: str  # how errors name the group
+    name: str
+    min_replicas: int
+    pods: tuple[Pod, ...]
+    missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What the caller knows beyond the pods: see :func:`gang_request`'s arguments."""
+
+    placed: Mapping[str, str]
+    excluded: Mapping[str, frozenset[str]]
+    only: str | None
+    gated: bool
+    requests: Callable[[Pod], Mapping[str, int]]
+
+
+def _translate(
+    *,
+    namespace: str,
+    name: str,
+    members: Sequence[_Members],
+    scopes: Sequence[PackScope],
+    nodes: Sequence[Node],
+    known: _Known,
+) -> GangRequest:
+    node_of = {pod.key: node for group in members for pod in group.pods if (node := _placed_on(pod, known.placed))}
     groups: list[GroupRequest] = []
-    for index, podgroup in enumerate(gang.spec.podgroups):
-        group_pods = members[podgroup.name]
-        held = sum(1 for pod in group_pods if pod.key in node_of)
+    for group in members:
+        held = sum(1 for pod in group.pods if pod.key in node_of)
         pending = [
-            pod for pod in group_pods if pod.key not in node_of and not pod.terminal and (gated or not pod.gated)
+            pod for pod in group.pods if pod.key not in node_of and not pod.terminal and (known.gated or not pod.gated)
         ]
-        if only is not None:
-            pending = [pod for pod in pending if pod.key == only]
+        if known.only is not None:
+            pending = [pod for pod in pending if pod.key == known.only]
             if not pending:
                 continue  # just one pod is planned, and it is not in this group
-        needed = 1 if only is not None else max(0, podgroup.minReplicas - held)
+        needed = 1 if known.only is not None else max(0, group.min_replicas - held)
         if needed > len(pending):
-            waiting = sum(1 for pod in group_pods if pod.gated)
+            gated = sum(1 for pod in group.pods if pod.gated)
+            missing = f"; not created: {', '.join(group.missing[:3])}" if group.missing else ""
             raise GangNotReady(
-                f"{where}: spec.podgroups[{index}] ({podgroup.name}) has {held + len(pending)} of "
-                f"{podgroup.minReplicas} guaranteed pods bound or ready to schedule ({waiting} still gated)"
+                f"{group.where} has {held + len(pending)} of {group.min_replicas} guaranteed pods bound or ready to "
+                f"schedule ({len(group.missing)} not created yet, {gated} still gated{missing}); waiting for the rest"
             )
         if not pending:
             continue
         eligible = _eligible(pending, nodes)
-        if podgroup.name in excluded:
-            eligible = (frozenset(n.name for n in nodes) if eligible is None else eligible) - excluded[podgroup.name]
+        if group.name in known.excluded:
+            eligible = (frozenset(n.name for n in nodes) if eligible is None else eligible) - known.excluded[group.name]
         groups.append(
             GroupRequest(
-                name=podgroup.name,
+                name=group.name,
                 pods=tuple(pod.key for pod in pending),
-                demand=_peak(pending),
+                demand=_peak(known.requests(pod) for pod in pending),
                 min_replicas=needed,
                 eligible=eligible,
             )
         )
     planned = {group.name for group in groups}
-    groups = _hold_to_placed_domains(groups, scopes=scopes, members=members, node_of=node_of, nodes=nodes)
+    groups = _hold_to_placed_domains(
+        groups, scopes=scopes, members={g.name: g.pods for g in members}, node_of=node_of, nodes=nodes
+    )
     packs = tuple(
         PackScope(tuple(g for g in scope.groups if g in planned), scope.required, scope.preferred)
         for scope in scopes
         if any(g in planned for g in scope.groups)
     )
     return GangRequest(
-        namespace=gang.metadata.namespace,
-        name=gang.metadata.name,
+        namespace=namespace,
+        name=name,
         groups=tuple(groups),
         packs=packs,
-        priority=_priority(pod for group in members.values() for pod in group),
+        priority=_priority(pod for group in members for pod in group.pods),
     )
 
 
@@ -222,20 +264,25 @@ def _hold_to_placed_domains(
     ]
 
 
-def single_pod_request(pod: Pod, nodes: Sequence[Node]) -> GangRequest:
-    """A pod of no PodGang is a gang of one: one group of one pod, guaranteed."""
-    group = GroupRequest(
-        name=pod.metadata.name,
-        pods=(pod.key,),
-        demand=pod.requests(),
-        min_replicas=1,
-        eligible=eligible_nodes(pod, nodes),
-    )
-    return GangRequest(
+def single_pod_request(
+    pod: Pod,
+    nodes: Sequence[Node],
+    *,
+    group: str | None = None,
+    placed: Mapping[str, str] | None = None,
+    excluded: Mapping[str, frozenset[str]] | None = None,
+    requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
+) -> GangRequest:
+    """A pod of no PodGang is a gang of one: one group of one pod, guaranteed, named ``group`` (else the pod's
+    name). The other arguments are :func:`gang_request`'s; a pod bound or placed leaves nothing to plan."""
+    members = [_Members(f"pod {pod.key}", group or pod.metadata.name, 1, (pod,), ())]
+    return _translate(
         namespace=pod.metadata.namespace,
         name=pod.metadata.name,
-        groups=(group,),
-        priority=pod.spec.priority or 0,
+        members=members,
+        scopes=(),
+        nodes=nodes,
+        known=_Known(placed or {}, excluded or {}, None, False, requests),
     )
 
 

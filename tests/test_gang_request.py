@@ -77,10 +77,14 @@ def test_empty_pack_constraint_adds_no_scope() -> None:
     assert request.packs == ()
 
 
-def test_missing_pod_is_named() -> None:
+def test_a_missing_guaranteed_pod_is_named_and_a_missing_extra_is_left_out() -> None:
     gang = make_podgang("g").group("g-worker", pods=["w0", "w9"]).obj()
-    with pytest.raises(GangRequestError, match=r"podgroups\[0\] \(g-worker\): pod default/w9 is referenced"):
+    with pytest.raises(GangNotReady, match=r"podgroups\[0\] \(g-worker\) has 1 of 2 .*not created: default/w9"):
         gang_request(gang, _pods(_worker("w0")), _nodes())
+    # minReplicas 1: w0 alone meets the guarantee, so the gang is planned without w9 (Grove may create it later)
+    one = make_podgang("g").group("g-worker", pods=["w0", "w9"], min_replicas=1).obj()
+    (group,) = gang_request(one, _pods(_worker("w0")), _nodes()).groups
+    assert (group.pods, group.min_replicas) == (("default/w0",), 1)
 
 
 def test_pods_of_one_group_that_differ_are_planned_at_their_peak() -> None:
@@ -132,10 +136,10 @@ def test_a_group_with_nothing_left_to_place_drops_out_with_its_packs() -> None:
 
 def test_a_missing_or_gated_guarantee_is_not_ready_yet() -> None:
     gang = make_podgang("g").group("g-worker", pods=["w0", "w1"]).obj()
-    with pytest.raises(GangNotReady, match="default/w1 is referenced but does not exist"):
+    with pytest.raises(GangNotReady, match=r"1 not created yet, 0 still gated; not created: default/w1"):
         gang_request(gang, _pods(_worker("w0")), _nodes())
     gated = make_pod("w1").gpus(4).gang("g").gated().obj()
-    with pytest.raises(GangNotReady, match=r"1 of 2 guaranteed pods bound or ready to schedule \(1 still gated\)"):
+    with pytest.raises(GangNotReady, match=r"1 of 2 guaranteed pods .* \(0 not created yet, 1 still gated\)"):
         gang_request(gang, _pods(_worker("w0"), gated), _nodes())
 
 
