@@ -23,7 +23,7 @@ from placement.batch import plan_batch
 from placement.request import ClusterView, Result, SolveOptions, Status
 from scheduler.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.coordinator.gang_table import GangTable
-from scheduler.coordinator.members import GangMembers, GangRef, gang_members
+from scheduler.coordinator.members import GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import Translated, free_capacity, translate
 from scheduler.coordinator.topology_cache import TopologyCache
@@ -41,7 +41,6 @@ _NEVER = datetime.max.replace(tzinfo=UTC)  # a PodGang without a timestamp count
 class _Waiting:
     ref: GangRef
     basis: PlanBasis
-    members: GangMembers
     gang: Translated
 
 
@@ -109,7 +108,7 @@ class HeadPlanner:
                     reasons[queued.key] = str(err)
                 continue
             if gang.request.groups:
-                waiting.append(_Waiting(queued, basis, members, gang))
+                waiting.append(_Waiting(queued, basis, gang))
         if not waiting:
             return reasons.get(ref.key)
         # None of them holds a reservation: what is free for one is free for all.
