@@ -20,6 +20,7 @@ from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import PlanOutcome, Solver, plan_gang
 from scheduler.coordinator.topology_cache import TopologyCache
+from scheduler.gang_request import GangNotReady, GangRequestError
 from scheduler.state.store import ClusterStore
 
 __all__ = ["Planner"]
@@ -94,14 +95,16 @@ class Planner:
                 self._table.waiting(ref, reason=members, basis=basis, transient=True)
                 self._metrics.plans.labels("waiting").inc()
                 return members
-            waiting = members.not_ready_reason()
-            if waiting is not None:
-                self._table.waiting(ref, reason=waiting, basis=basis)
-                self._metrics.plans.labels("waiting").inc()
-                return waiting
             facts = _facts(members, basis)
             only = for_pod if for_pod in facts.pending and _stands(members, facts.bound) else None
-            placement = self._solve(members, facts, basis, only=only)
+            try:
+                placement = self._solve(members, facts, basis, only=only)
+            except GangNotReady as err:
+                self._table.waiting(ref, reason=str(err), basis=basis)
+                self._metrics.plans.labels("waiting").inc()
+                return str(err)
+            except GangRequestError as err:  # the PodGang cannot be planned as it stands: refused until it changes
+                placement = (Status.INVALID, str(err))
             if not isinstance(placement, _Placement):
                 status, reason = placement
                 if only is None:
