@@ -89,8 +89,9 @@ def _step(
     policy: str, *, snapshot: Snapshot, topology: Topology, args: argparse.Namespace
 ) -> DecisionStep | BatchDecisionStep:
     """Gang policies go through the coordinator ``serve`` uses; pod-by-pod baselines model kube-scheduler alone
-    (no extender), so they call their policy directly. Queue-aware planning is not wired into the coordinator
-    yet (it waits on the gang lifecycle rework), so ``cpsat-batch`` calls ``placement.batch`` directly."""
+    (no extender), so they call their policy directly. ``cpsat-batch`` calls ``placement.batch`` directly: the
+    engine asks the coordinator about one gang per decision, a simulated day apart, which would expire the
+    reservations the coordinator's own batches make for the other gangs before their turn."""
     if policy == BATCH:
         limit = args.time_limit if args.time_limit is not None else BATCH_TIME_LIMIT
         options = solve_options("cpsat", time_limit_seconds=limit, workers=args.workers)

@@ -21,7 +21,7 @@ from scheduler.coordinator.topology_cache import TopologyCache
 from scheduler.gang_request import GangNotReady, gang_request, single_pod_request
 from scheduler.state.store import ClusterStore
 
-__all__ = ["PlanOutcome", "Solver", "plan_gang"]
+__all__ = ["PlanOutcome", "Solver", "Translated", "free_capacity", "plan_gang", "translate"]
 
 Solver = Callable[[GangRequest, ClusterView, SolveOptions], Result]
 
@@ -58,48 +58,14 @@ def plan_gang(
     Raises ``GangRequestError`` (``GangNotReady`` while guaranteed members are missing or gated) as the translator
     does.
     """
-    nodes = store.nodes()
-    topology = topologies.get(store)
     placed = {**kept, **ready}
-    # Taken = bound pods (the store keeps the sum per node) + other gangs' reservations + our placed members
-    # + members we bound that the store does not show bound yet.
-    taken = store.used_by_node()
-    for node_name, units in reserved.items():
-        _add(taken.setdefault(node_name, {}), units)
-    pods = {pod.key: pod for group in members.groups for pod in group.pods}
-    for key, pod in pods.items():
-        node = placed.get(key) or (bound.get(key) if not pod.spec.nodeName else None)
-        if node:
-            _add(taken.setdefault(node, {}), store.requests_of(pod))
-    free = _free(store.allocatable_by_node(), taken)
-    # The one translator (scheduler.gang_request) turns the members into what is left to place; raises
-    # GangRequestError for a PodGang that cannot be planned as it stands, GangNotReady while guaranteed members
-    # are missing or gated.
-    facts = {**bound, **placed}
-    if members.podgang is None:
-        (solo,) = members.groups[0].pods or (None,)
-        if solo is None:
-            raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
-        request = single_pod_request(
-            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
-        )
-    else:
-        request = gang_request(
-            members.podgang,
-            pods,
-            nodes,
-            placed=facts,
-            excluded=excluded,
-            only=only,
-            requests=store.requests_of,
-        )
-    demands = {key: store.requests_of(pods[key]) for group in request.groups for key in group.pods}
-    pod_groups = {key: group.name for group in members.groups for key in (pod.key for pod in group.pods)}
-    minimums = {group.name: group.min_replicas for group in members.groups}
+    free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
+    gang = translate(members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only)
+    request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
     if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
     started = time.perf_counter()
-    result = solver(request, ClusterView(topology=topology, free=free), options)
+    result = solver(request, ClusterView(topology=topologies.get(store), free=free), options)
     if not result.solve_seconds:
         result = Result(
             status=result.status,
@@ -111,6 +77,72 @@ def plan_gang(
             reason=result.reason,
         )
     return PlanOutcome(result, demands, pod_groups, minimums)
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A gang's request as the one translator gives it, with what a commit of its plan records."""
+
+    request: GangRequest
+    demands: Mapping[str, ResourceVector]  # pod → requests, for the pods the request plans
+    groups: Mapping[str, str]  # pod → group, every member
+    min_replicas: Mapping[str, int]  # group → minReplicas
+
+
+def translate(
+    *,
+    members: GangMembers,
+    facts: Mapping[str, str],
+    excluded: Mapping[str, frozenset[str]],
+    store: ClusterStore,
+    only: str | None = None,
+) -> Translated:
+    """The request for what is left of the gang, through the one translator (``scheduler.gang_request``).
+    ``facts``: members bound or placed, to their node. Raises ``GangRequestError`` for a PodGang that cannot be
+    planned as it stands, ``GangNotReady`` while guaranteed members are missing or gated."""
+    nodes = store.nodes()
+    pods = {pod.key: pod for group in members.groups for pod in group.pods}
+    if members.podgang is None:
+        (solo,) = members.groups[0].pods or (None,)
+        if solo is None:
+            raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
+        request = single_pod_request(
+            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
+        )
+    else:
+        request = gang_request(
+            members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only, requests=store.requests_of
+        )
+    return Translated(
+        request,
+        demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},
+        groups={pod.key: group.name for group in members.groups for pod in group.pods},
+        min_replicas={group.name: group.min_replicas for group in members.groups},
+    )
+
+
+def free_capacity(
+    *,
+    store: ClusterStore,
+    reserved: Mapping[str, Mapping[str, int]],
+    members: GangMembers | None = None,
+    placed: Mapping[str, str] | None = None,
+    bound: Mapping[str, str] | None = None,
+) -> dict[str, ResourceVector]:
+    """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
+    gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
+    bound yet (``bound``)."""
+    taken = store.used_by_node()
+    for node_name, units in reserved.items():
+        _add(taken.setdefault(node_name, {}), units)
+    placed = placed or {}
+    bound = bound or {}
+    for group in members.groups if members is not None else ():
+        for pod in group.pods:
+            node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
+            if node:
+                _add(taken.setdefault(node, {}), store.requests_of(pod))
+    return _free(store.allocatable_by_node(), taken)
 
 
 def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:

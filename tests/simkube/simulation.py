@@ -40,6 +40,7 @@ class GangSpec:
     late: frozenset[int] = frozenset()
     late_at: float = 0.0
     required: str | None = None
+    priority: int = 0  # every member's spec.priority
     fits: bool = True  # False: a gang that cannot be placed (the run does not wait for it)
 
     @property
@@ -256,7 +257,9 @@ class Simulation:
             for i in range(size):
                 if (index in spec.late) == late:
                     name = f"{spec.name}-{group}-{i}"
-                    pod = make_pod(name).gpus(gpus).cpu("1").gang(spec.name).scheduler("grove").obj()
+                    pod = (
+                        make_pod(name).gpus(gpus).cpu("1").gang(spec.name).scheduler("grove").priority(spec.priority)
+                    ).obj()
                     self.api.create_pod(
                         pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"uid": ""})})
                     )
