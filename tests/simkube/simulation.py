@@ -146,8 +146,13 @@ class Simulation:
         self._scheduled.append((seconds, action))
 
     def restart_extender(self, *, at: float, downtime: float) -> None:
-        self.at(at, self.extender.kill)
-        self.at(at + downtime, self.extender.start)
+        # The start is scheduled by the kill: asyncio does not order timers due at the same instant, and with no
+        # downtime a start run before its kill left the extender down for good.
+        def kill_then_start() -> None:
+            self.extender.kill()
+            self.loop.call_later(downtime, self.extender.start)
+
+        self.at(at, kill_then_start)
 
     def restart_after_binds(self, binds: int, *, downtime: float) -> None:
         """Kill the extender right after the API accepted its ``binds``-th binding (mid-release), restart later."""
