@@ -348,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods-per-gang", type=int, default=8)
     parser.add_argument("--gpus-per-pod", type=int, default=2)
     parser.add_argument("--mtls", action="store_true", help="serve the verbs over mTLS, as the Deployment does")
+    parser.add_argument("--batch-size", type=int, default=16, help="serve --batch-size (1: one gang at a time)")
     parser.add_argument(
         "--gang-size", type=int, help="instead: one gang of this many one-GPU pods (no pack constraint)"
     )
@@ -382,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
             "--debug-port",
             str(debug_port),
             *tls_flags,
+            "--batch-size",
+            str(args.batch_size),
             "--log-level",
             "warning",
         ]
@@ -403,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     rate = result["bound"] / result["elapsed"]
     transport = "mTLS" if args.mtls else "plain HTTP"
     print(f"cluster: {args.nodes} nodes, {args.gangs} gangs × {args.pods_per_gang} pods (node-names mode, {transport})")
-    print(f"planned ahead: {args.gangs} gangs in {planning:.1f} s")
+    print(f"planned ahead: {args.gangs} gangs in {planning:.1f} s (batch size {args.batch_size})")
     print(f"filter latency: median {statistics.median(latencies):.2f} ms, p99 {p99:.2f} ms, max {latencies[-1]:.2f} ms")
     print(f"bound: {result['bound']} of {len(pods)} pods in {result['elapsed']:.2f} s = {rate:.0f} pods/s")
     calls = result["calls"]

@@ -6,7 +6,8 @@
 set -eu
 DATA="${1:-../shared/data}"
 BIN="${BIN:-.venv/bin}"
-POLICIES=cpsat,topology-greedy,gang-best-fit,spread,first-fit
+POLICIES=cpsat,cpsat-batch,topology-greedy,gang-best-fit,spread,first-fit
+FILL_POLICIES=cpsat,topology-greedy,gang-best-fit
 "$BIN/python" -m benchmarks.generate --out benchmarks/snapshots --data "$DATA" --seed 1
 mkdir -p benchmarks/results
 for name in gb200-nvl72 dgx-h100 alibaba-hetero; do
@@ -17,6 +18,25 @@ for name in gb200-nvl72 dgx-h100 alibaba-hetero; do
         # shellcheck disable=SC2086 # the command is split into words on purpose
         $BIN/$command
     } > "benchmarks/results/$name.md"
+    command="grove-extender bench --fill --snapshot benchmarks/snapshots/$name.json.gz --policy $FILL_POLICIES \
+--seeds 20 --workers 1 --json benchmarks/results/fill-$name.json --plot benchmarks/results/fill-$name.png"
+    {
+        printf '<!-- produced by: %s -->\n\n' "$command"
+        # shellcheck disable=SC2086
+        $BIN/$command
+    } > "benchmarks/results/fill-$name.md"
 done
+# FGD's own workload (the openb pod list, one single-pod gang per GPU pod) on the Alibaba fleet's sample.
+command="grove-extender bench --fill --snapshot benchmarks/snapshots/alibaba-hetero.json.gz --policy $FILL_POLICIES \
+--shapes $DATA/alibaba-gpu-v2023/openb_pod_list_default.csv --seeds 20 --workers 1 \
+--json benchmarks/results/fill-alibaba-openb.json --plot benchmarks/results/fill-alibaba-openb.png"
+{
+    printf '<!-- produced by: %s -->\n\n' "$command"
+    # shellcheck disable=SC2086
+    $BIN/$command
+} > "benchmarks/results/fill-alibaba-openb.md"
 "$BIN/python" -m benchmarks.summary benchmarks/results/gb200-nvl72.json benchmarks/results/dgx-h100.json \
     benchmarks/results/alibaba-hetero.json > benchmarks/results/summary.md
+"$BIN/python" -m benchmarks.summary --fill benchmarks/results/fill-gb200-nvl72.json \
+    benchmarks/results/fill-dgx-h100.json benchmarks/results/fill-alibaba-hetero.json \
+    benchmarks/results/fill-alibaba-openb.json > benchmarks/results/fill-summary.md

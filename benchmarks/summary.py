@@ -1,7 +1,10 @@
-"""``python -m benchmarks.summary RESULT.json ...``: the issue-6 targets per bench result, as a Markdown table.
+"""``python -m benchmarks.summary [--fill] RESULT.json ...``: the issue targets per bench result, as a Markdown table.
 
-For each snapshot: cpsat's GPU-hours delivered against the best baseline's (the ratio), GPU-hours cpsat stranded,
-and cpsat's share of gangs kept inside one NVLink domain among those that could have been.
+For each snapshot and each of our policies in it (``cpsat``, ``cpsat-batch``): GPU-hours delivered against the
+best baseline's (the ratio; the best baseline is the one of the others that delivered most), mean wait against
+that baseline's, GPU-hours stranded, and the share of gangs kept inside one NVLink domain among those that could
+have been. With ``--fill``, per fill result: cpsat's unallocated GPUs at the first failure against
+topology-greedy's, and both policies' fragmentation, FGD's measure and ours.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+OURS = ("cpsat", "cpsat-batch")
+
 
 def _rows(document: Any) -> list[dict[str, Any]]:
     return document if isinstance(document, list) else [document]
@@ -18,28 +23,54 @@ def _rows(document: Any) -> list[dict[str, Any]]:
 
 def summary(paths: list[str]) -> str:
     lines = [
-        "| result | cpsat GPU-h | best baseline | its GPU-h | ratio | stranded GPU-h | 1-NVLink-domain share |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "| result | policy | GPU-h | best baseline | its GPU-h | ratio | wait mean s | its wait | wait ratio "
+        "| stranded GPU-h | 1-NVLink-domain share |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for path in paths:
         runs = _rows(json.loads(Path(path).read_text()))
         for run in runs:
             policies = run["policies"]
-            cpsat = policies["cpsat"]
-            name, best = max(
-                ((n, m) for n, m in policies.items() if n != "cpsat"), key=lambda item: item[1]["gpuHoursDelivered"]
-            )
+            baselines = [(n, m) for n, m in policies.items() if n not in OURS]
+            name, best = max(baselines, key=lambda item: item[1]["gpuHoursDelivered"])
             label = Path(path).stem if len(runs) == 1 else Path(run["snapshot"]).name
-            ratio = (
-                cpsat["gpuHoursDelivered"] / best["gpuHoursDelivered"] if best["gpuHoursDelivered"] else float("inf")
-            )
+            for ours in (n for n in OURS if n in policies):
+                m = policies[ours]
+                ratio = _ratio(m["gpuHoursDelivered"], best["gpuHoursDelivered"])
+                wait = _ratio(m["waitMeanSeconds"], best["waitMeanSeconds"])
+                lines.append(
+                    f"| {label} | {ours} | {m['gpuHoursDelivered']:,.1f} | {name} | "
+                    f"{best['gpuHoursDelivered']:,.1f} | {ratio:.4f} | {m['waitMeanSeconds']:,.1f} | "
+                    f"{best['waitMeanSeconds']:,.1f} | {wait:.3f} | {m['gpuHoursStranded']:g} | "
+                    f"{m['oneNvlinkDomainShare']} ({m['gangsFittingOneNvlinkDomain']} gangs) |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def fill_summary(paths: list[str]) -> str:
+    lines = [
+        "| cluster (gangs drawn from) | cpsat GPUs unallocated | topology-greedy | ratio | cpsat gangs placed "
+        "| topology-greedy | FGD fragmented GPUs, cpsat / greedy | ours, cpsat / greedy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for path in paths:
+        for run in _rows(json.loads(Path(path).read_text())):
+            cpsat, greedy = run["policies"]["cpsat"], run["policies"]["topology-greedy"]
+            label = f"{Path(run['snapshot']).name} ({Path(run['shapes']).name})"
             lines.append(
-                f"| {label} | {cpsat['gpuHoursDelivered']:,.1f} | {name} | "
-                f"{best['gpuHoursDelivered']:,.1f} | {ratio:.4f} | {cpsat['gpuHoursStranded']:g} | "
-                f"{cpsat['oneNvlinkDomainShare']} ({cpsat['gangsFittingOneNvlinkDomain']} gangs) |"
+                f"| {label} | {cpsat['fillUnallocatedGpus']:g} | {greedy['fillUnallocatedGpus']:g} | "
+                f"{_ratio(cpsat['fillUnallocatedGpus'], greedy['fillUnallocatedGpus']):.2f} | "
+                f"{cpsat['fillGangsPlaced']:g} | {greedy['fillGangsPlaced']:g} | "
+                f"{cpsat['fillFgdFragmentedGpus']:g} / {greedy['fillFgdFragmentedGpus']:g} | "
+                f"{cpsat['fillFragmentedGpus']:g} / {greedy['fillFragmentedGpus']:g} |"
             )
     return "\n".join(lines) + "\n"
 
 
+def _ratio(ours: float, theirs: float) -> float:
+    return ours / theirs if theirs else float("inf")
+
+
 if __name__ == "__main__":
-    sys.stdout.write(summary(sys.argv[1:]))
+    arguments = sys.argv[1:]
+    sys.stdout.write(fill_summary(arguments[1:]) if arguments[:1] == ["--fill"] else summary(arguments))

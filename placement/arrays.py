@@ -6,6 +6,7 @@ are numbered per array; a node lacking a pack key's label gets a number of its o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,8 +43,9 @@ def _number(values: list[str]) -> tuple[Ints, list[str]]:
 
 
 class HostArrays:
-    """Every host of the view, in topology order, as arrays: built once per solve, before candidates are known,
-    so resolving each group is a few vector operations instead of a Python loop over 10,000 nodes."""
+    """Every host of the view, in topology order, as arrays: built once per solve (or once per batch of gangs on
+    one view), before candidates are known, so resolving each group is a few vector operations instead of a
+    Python loop over 10,000 nodes. ``resources`` must cover every resource the gangs sharing it ask for."""
 
     def __init__(self, view: ClusterView, resources: Sequence[str]) -> None:
         self.view = view
@@ -56,16 +58,43 @@ class HostArrays:
         self._labelled: dict[str, npt.NDArray[np.bool_]] = {}
         self._levels: dict[str, tuple[Ints, list[str]]] = {}
         self._keys: dict[str, tuple[Ints, list[str]]] = {}
+        self._allocatable: dict[str, Ints] = {}
+        self.memo: dict[str, object] = {}  # what callers derive from this view's arrays alone (future fit)
 
-    def fresh(self, resource: str) -> npt.NDArray[np.bool_]:
-        """Hosts with all of ``resource`` free (and some to begin with)."""
-        hosts = self.view.topology.hosts
-        allocatable = np.fromiter((hosts[n].allocatable.get(resource, 0) for n in self.names), np.int64)
+    def debited(self, view: ClusterView, usage: Mapping[str, Mapping[str, int]]) -> HostArrays:
+        """The arrays of ``view``, which is this one's view less ``usage`` (units per node): the free arrays are
+        debited, the label, key and level tables (which capacity does not change) are shared."""
+        twin = copy.copy(self)
+        twin.view = view
+        twin.memo = {}
+        twin.free = {r: a.copy() for r, a in self.free.items()}
+        for node, units in usage.items():
+            for resource, amount in units.items():
+                if resource in twin.free:
+                    twin.free[resource][self.position[node]] -= amount
+        return twin
+
+    def allocatable(self, resource: str) -> Ints:
+        """Allocatable units per host (kept: capacity does not change it, so debited twins share it)."""
+        if resource not in self._allocatable:
+            hosts = self.view.topology.hosts
+            self._allocatable[resource] = np.fromiter(
+                (hosts[n].allocatable.get(resource, 0) for n in self.names), np.int64, len(self.names)
+            )
+        return self._allocatable[resource]
+
+    def free_of(self, resource: str) -> Ints:
+        """Free units of ``resource`` per host (from the arrays when the gangs ask for it, else from the view)."""
         free = self.free.get(resource)
         if free is None:
             empty: dict[str, int] = {}
             free = np.fromiter((self.view.free.get(n, empty).get(resource, 0) for n in self.names), np.int64)
-        return (allocatable > 0) & (free >= allocatable)
+        return free
+
+    def fresh(self, resource: str) -> npt.NDArray[np.bool_]:
+        """Hosts with all of ``resource`` free (and some to begin with)."""
+        allocatable = self.allocatable(resource)
+        return (allocatable > 0) & (self.free_of(resource) >= allocatable)
 
     def labelled(self, key: str) -> npt.NDArray[np.bool_]:
         """Hosts that carry pack key ``key`` (the hostname key always counts as carried)."""
@@ -106,6 +135,7 @@ class HostArrays:
 @dataclass
 class NodeArrays:
     problem: Problem
+    host_index: Ints = field(init=False)  # per candidate: its position among every host of the view
     cap: list[Ints] = field(init=False)  # per group: pods of it a node holds alone (0 if not a candidate)
     free: dict[str, Ints] = field(init=False)  # per resource: free units
     fresh: npt.NDArray[np.bool_] = field(init=False)
@@ -119,6 +149,7 @@ class NodeArrays:
         problem = self.problem
         hosts = problem.hosts
         idx = np.fromiter((hosts.position[n] for n in problem.nodes), np.int64, len(problem.nodes))
+        self.host_index = idx
         self.cap = [problem.host_cap[g.index][idx] for g in problem.groups]
         self.free = {r: hosts.free[r][idx] for r in problem.resources}
         self.fresh = problem.host_fresh[idx]
@@ -134,6 +165,7 @@ class NodeArrays:
         idx = np.fromiter((position[n] for n in problem.nodes), np.int64, len(problem.nodes))
         twin = object.__new__(NodeArrays)
         twin.problem = problem
+        twin.host_index = self.host_index[idx]
         twin.cap = [
             np.where(np.fromiter((n in g.cap for n in problem.nodes), np.bool_, len(idx)), cap[idx], 0)
             for g, cap in zip(problem.groups, self.cap, strict=True)

@@ -1,4 +1,4 @@
-"""Lower bounds on each objective tier, from free capacity alone (no search).
+"""Lower bounds on each objective tier, from free capacity alone (no search), composed from the tier families.
 
 To place a group's ``minReplicas`` pods you need at least as many domains as it takes, largest first, to add up
 to that many pods (per group, and per resource over the whole gang). The best-fit tiers are bounded given the
@@ -6,69 +6,52 @@ span tiers above them at their bounds (a plan that spans more domains is already
 the bound vector is a lexicographic bound: a plan that meets it is optimal. They serve three ends:
 ``placementScore`` (how far a plan is from the best it could conceivably be), the greedy shortcut (a greedy
 plan that meets every bound is optimal, no solver needed), and the order in which candidate domains of a
-required pack are searched.
+required pack are searched. Each tier's own bound lives in its module (:mod:`placement.tiers`); this module runs
+them in :data:`placement.objective.TIERS` order over groups of candidate nodes.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from placement.arrays import Ints
+from placement.objective import TIERS
 from placement.problem import Problem
+from placement.tiers.family import BoundInputs
 
-__all__ = ["Bounds", "fewest_to_cover", "gang_bounds", "tier_bounds"]
-
-_Need = tuple[Ints, int]  # (what each node can contribute, amount the chosen domains must add up to)
-
-
-def fewest_to_cover(capacities: Iterable[int], need: int) -> int | None:
-    """How many of ``capacities``, largest first, it takes to reach ``need``; ``None`` if all of them fall short."""
-    if need <= 0:
-        return 0
-    values = capacities if isinstance(capacities, np.ndarray) else np.fromiter(capacities, np.int64)
-    ordered = np.sort(values)[::-1]
-    total = np.cumsum(ordered)
-    if not len(total) or total[-1] < need:
-        return None
-    return int(np.searchsorted(total, need)) + 1
+__all__ = ["Bounds", "gang_bounds", "tier_bounds"]
 
 
 def tier_bounds(problem: Problem, nodes: Ints | None = None, *, exact_fit: bool = True) -> tuple[int, ...] | None:
     """A lower bound per tier (see :mod:`placement.objective`) for plans using only the candidate nodes at
     indexes ``nodes`` (default: all); ``None`` when even this relaxation cannot place every ``minReplicas``.
-    ``exact_fit=False`` skips the set enumeration of the wholly-free-nodes tier (cheaper, looser)."""
-    arrays = problem.arrays
+    ``exact_fit=False`` skips the refinements (the set enumeration of the wholly-free-nodes tier: cheaper,
+    looser)."""
     idx = np.arange(len(problem.nodes)) if nodes is None else nodes
-    needs = _needs(problem, range(len(problem.groups)))
-    preferred = 0
-    for scope in problem.preferred:
-        count = _fewest_domains(_needs(problem, scope.groups), arrays.key_ids(scope.key), idx)
-        if count is None:
-            return None
-        preferred += max(0, count - 1)
-    spans: list[int] = []
-    for level in problem.span_levels:
-        count = _fewest_domains(needs, arrays.level_ids[level], idx)
-        if count is None:
-            return None
-        spans.append(count)
-    fresh: list[int] = []
-    if problem.fresh_level is not None:
-        k = spans[problem.span_levels.index(problem.fresh_level)]
-        fresh.append(_fresh_domains(needs, arrays.level_ids[problem.fresh_level], arrays.fresh_domain_mask(), idx, k))
-    coarse = _fresh_nodes(problem, needs, idx, spans[0] if spans else None)
+    table, feasible = grouped_bounds(problem, idx, np.zeros(len(idx), np.int64), 1)
+    if not feasible[0]:
+        return None
+    found = {name: int(column[0]) for name, column in table.items()}
     if exact_fit:
-        coarse = max(coarse, _fresh_nodes_by_set(problem, needs, idx, spans, fresh, coarse))
-    fresh.append(coarse)
-    pods = [len(g.pods) for g in problem.groups]
-    room = [int(arrays.cap[g][idx].sum()) for g in range(len(pods))]
-    missing = sum(p - min(p, r) for p, r in zip(pods, room, strict=True))
-    return (preferred, *spans, *fresh, missing)
+        for family in TIERS:
+            found.update(family.refine(problem, idx, found))
+    return tuple(found.values())
+
+
+def grouped_bounds(
+    problem: Problem, idx: Ints, groups: Ints, count: int
+) -> tuple[dict[str, Ints], npt.NDArray[np.bool_]]:
+    """The coarse tier bounds of every group of candidate nodes at once (``groups[i]``: the group of node
+    ``idx[i]``, -1 for none), by tier name in priority order, and whether each group can hold every
+    ``minReplicas`` on capacity sums at all. Only the nodes at ``idx`` are read."""
+    inputs = BoundInputs(problem, idx, groups, count, np.ones(count, np.bool_))
+    for family in TIERS:
+        inputs.found.update(zip(family.names(problem), family.bounds(inputs), strict=True))
+    return inputs.found, inputs.feasible
 
 
 @dataclass(frozen=True)
@@ -83,159 +66,37 @@ class Bounds:
     members: Mapping[str, Ints] | None = None  # candidate node indexes per domain, for refining on demand
 
 
-def gang_bounds(problem: Problem) -> Bounds | None:
+def gang_bounds(problem: Problem, *, exact_fit: bool = True) -> Bounds | None:
     """Bounds that know about a gang-wide ``required`` pack: every plan lies inside one domain of its key, so
-    the bound is the best over those domains of the bound within each. ``None``: no domain can hold the gang."""
+    the bound is the best over those domains of the bound within each. ``None``: no domain can hold the gang.
+    ``exact_fit=False``: no refinement even without such a pack (cheaper, looser; see :func:`tier_bounds`)."""
     scope = next((s for s in problem.required if len(s.groups) == len(problem.groups)), None)
     if problem.guaranteed_pods == 0:
         scope = None  # nothing must be placed, so no domain must hold anything
     if scope is None:
-        whole = tier_bounds(problem)
+        whole = tier_bounds(problem, exact_fit=exact_fit)
         return None if whole is None else Bounds(whole, whole)
     arrays = problem.arrays
-    ids = arrays.key_ids(scope.key)
+    values, domain_of = np.unique(arrays.key_ids(scope.key), return_inverse=True)
+    domain_of = domain_of.reshape(-1)
     names = arrays.key_names(scope.key)
-    # Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds nothing of the gang.
-    order = np.argsort(ids, kind="stable")
-    edges = [*np.flatnonzero(np.diff(ids[order], prepend=-1)).tolist(), len(ids)]
+    # Coarse per domain, all domains at once: the exact refinement is paid only for domains a search actually
+    # reaches. Scope groups only run on labelled nodes, so an unlabelled node's own "domain" holds nothing of the
+    # gang.
+    table, feasible = grouped_bounds(problem, np.arange(len(domain_of)), domain_of, len(values))
+    rows = np.column_stack(list(table.values()))
+    order = np.argsort(domain_of, kind="stable")
+    edges = np.searchsorted(domain_of[order], np.arange(len(values) + 1)).tolist()
     by_domain: dict[str, tuple[int, ...]] = {}
     members: dict[str, Ints] = {}
-    for begin, end in itertools.pairwise(edges if len(ids) else []):
-        idx = order[begin:end]
-        name = names[int(ids[idx[0]])]
-        # Coarse per domain: the exact best-fit refinement is paid only for domains a search actually reaches.
-        if not name.startswith("<none>:") and (found := tier_bounds(problem, idx, exact_fit=False)) is not None:
-            by_domain[name] = found
-            members[name] = idx
+    kept = np.flatnonzero(feasible).tolist()
+    for d, row in zip(kept, rows[kept].tolist(), strict=True):
+        name = names[int(values[d])]
+        if not name.startswith("<none>:"):
+            by_domain[name] = tuple(row)
+            members[name] = order[edges[d] : edges[d + 1]]
     if not by_domain:
         return None
-    per_tier = tuple(min(column) for column in zip(*by_domain.values(), strict=True))
+    found = rows[[d for d in kept if not names[int(values[d])].startswith("<none>:")]]
+    per_tier = tuple(int(v) for v in found.min(axis=0))
     return Bounds(per_tier, min(by_domain.values()), by_domain, members)
-
-
-def _needs(problem: Problem, groups: Iterable[int]) -> list[_Need]:
-    """What a set of domains must hold: each group's minimum in pods, and the groups' summed minimum demand per
-    resource (counting only nodes where some of those groups may run)."""
-    arrays = problem.arrays
-    chosen = [g for g in groups if problem.groups[g].min > 0]
-    cached = arrays.needs.get(tuple(chosen))
-    if cached is not None:
-        return cached
-    needs: list[_Need] = [(arrays.cap[g], problem.groups[g].min) for g in chosen]
-    for resource in problem.resources:
-        amount = sum(problem.groups[g].min * problem.groups[g].demand.get(resource, 0) for g in chosen)
-        if amount > 0:
-            hosts = np.zeros(len(problem.nodes), np.bool_)
-            for g in chosen:
-                if resource in problem.groups[g].demand:
-                    hosts |= arrays.cap[g] > 0
-            needs.append((np.where(hosts, arrays.free[resource], 0), amount))
-    arrays.needs[tuple(chosen)] = needs
-    return needs
-
-
-def _sums(ids: Ints, weights: Ints, idx: Ints) -> Ints:
-    return np.bincount(ids[idx], weights=weights[idx]).astype(np.int64)
-
-
-def _fewest_domains(needs: list[_Need], ids: Ints, idx: Ints) -> int | None:
-    best = 0
-    for capacity, amount in needs:
-        count = fewest_to_cover(_sums(ids, capacity, idx), amount)
-        if count is None:
-            return None
-        best = max(best, count)
-    return best
-
-
-def _fresh_domains(needs: list[_Need], ids: Ints, fresh: np.ndarray, idx: Ints, k: int) -> int:
-    """Wholly free domains a plan spanning exactly ``k`` domains must include: the fewest f such that the
-    largest k − f partly used domains plus the largest f free ones can hold each need."""
-    best = 0
-    for capacity, amount in needs:
-        sums = _sums(ids, capacity, idx)
-        used = np.bincount(ids[idx], minlength=len(sums)) > 0
-        mask = fresh[: len(sums)]
-        partly = np.sort(sums[used & ~mask])[::-1]
-        whole = np.sort(sums[used & mask])[::-1]
-        for f in range(k + 1):
-            if k - f <= len(partly) and f <= len(whole) and partly[: k - f].sum() + whole[:f].sum() >= amount:
-                best = max(best, f)
-                break
-    return best
-
-
-def _fresh_nodes(problem: Problem, needs: list[_Need], idx: Ints, k: int | None) -> int:
-    """Wholly free nodes a plan must break into once the partly used capacity of the (at most ``k``, the span
-    bound of the narrowest level) domains it uses is full."""
-    arrays = problem.arrays
-    fresh = arrays.fresh[idx]
-    best = 0
-    for capacity, amount in needs:
-        cap = capacity[idx]
-        if k is None:
-            cheap = int(cap[~fresh].sum())
-        else:
-            ids = arrays.level_ids[problem.span_levels[0]][idx]
-            cheap = int(np.sort(np.bincount(ids, weights=np.where(fresh, 0, cap)))[::-1][:k].sum())
-        count = fewest_to_cover(cap[fresh], amount - cheap)
-        best = max(best, count if count is not None else 0)
-    return best
-
-
-_MAX_SETS = 400  # sets of narrowest domains examined for the exact best-fit bound; beyond it the coarse one stands
-
-
-def _fresh_nodes_by_set(
-    problem: Problem, needs: list[_Need], idx: Ints, spans: list[int], fresh_domains: list[int], coarse: int
-) -> int:
-    """Wholly free nodes a plan must break into, given that it uses exactly ``spans[0]`` narrowest domains,
-    touches the bounded number of broader domains and of wholly free narrow ones (the tiers above at their
-    bounds): the least over every such set of domains that holds each need. Exact for the relaxation, where
-    :func:`_fresh_nodes` pools the best partly used room of any domains, even ones that cannot go together."""
-    if not spans or not problem.span_levels:
-        return coarse
-    arrays = problem.arrays
-    level = problem.span_levels[0]
-    ids = arrays.level_ids[level][idx]
-    domains = np.unique(ids)
-    k = spans[0]
-    if k == 0 or k > len(domains) or math.comb(len(domains), k) > _MAX_SETS:
-        return coarse
-    fresh = arrays.fresh[idx]
-    # Group the nodes by domain once (a stable sort), then per domain and need: partly used room, and the free
-    # nodes' capacities, largest first.
-    order = np.argsort(ids, kind="stable")
-    edges = [*np.searchsorted(ids[order], domains).tolist(), len(ids)]
-    caps = [cap[idx][order] for cap, _ in needs]
-    fresh_sorted = fresh[order]
-    partly: list[list[int]] = []
-    whole: list[list[Ints]] = []
-    for begin, end in itertools.pairwise(edges):
-        inside = fresh_sorted[begin:end]
-        partly.append([int(c[begin:end][~inside].sum()) for c in caps])
-        whole.append([np.sort(c[begin:end][inside])[::-1] for c in caps])
-    broader = [arrays.level_ids[lv][idx][order] for lv in problem.span_levels[1:]]
-    parents = [tuple(int(b[begin]) for b in broader) for begin in edges[:-1]]
-    fresh_mask = arrays.fresh_domain_mask() if problem.fresh_level == level else None
-    best: int | None = None
-    for combo in itertools.combinations(range(len(domains)), k):
-        if any(len({parents[i][j] for i in combo}) != spans[1 + j] for j in range(len(broader))):
-            continue  # a set that spans more broader domains than the bound is already worse
-        if (
-            fresh_mask is not None
-            and fresh_domains
-            and sum(bool(fresh_mask[domains[i]]) for i in combo) != fresh_domains[0]
-        ):
-            continue
-        worst = 0
-        for n, (_, amount) in enumerate(needs):
-            rest = amount - sum(partly[i][n] for i in combo)
-            count = fewest_to_cover(np.concatenate([whole[i][n] for i in combo]), rest)
-            if count is None:
-                worst = -1
-                break
-            worst = max(worst, count)
-        if worst >= 0 and (best is None or worst < best):
-            best = worst
-    return coarse if best is None else best

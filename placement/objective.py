@@ -1,4 +1,4 @@
-"""The placement objective, computed from a plan alone: the yardstick every policy and the tests share.
+"""The placement objective: the tier families in priority order, and the tuple they form on a plan.
 
 A plan is judged by a tuple of tiers, compared lexicographically (smaller is better), in DESIGN.md's order:
 
@@ -7,10 +7,14 @@ A plan is judged by a tuple of tiers, compared lexicographically (smaller is bet
    before zone);
 3. ``fresh:<level>`` then ``fresh:host`` — wholly free NVLink domains (the narrowest level when there is no
    NVLink level) and wholly free nodes the gang breaks into: best fit fills partly used ones first;
-4. ``extras-missing`` — best-effort pods (beyond ``minReplicas``) left unplaced.
+4. ``extras-missing`` — best-effort pods (beyond ``minReplicas``) left unplaced;
+5. ``future-fit`` — when the view names the gang shapes the cluster keeps seeing: domains that could host one of
+   them and no longer can, weighted by how often each came.
 
-The CP-SAT model encodes the same tiers, but this module is written independently of it so tests can check
-the solver against a brute-force oracle through a scorer that shares none of the model's code.
+Each family lives in its own module of :mod:`placement.tiers` (name, CP-SAT expression, value, lower bound);
+:data:`TIERS` is the one place their order is set. The model (``placement.cpsat.solver``), the bounds
+(``placement.bounds``), the score and every policy's plan comparison read it from here. The tests judge it with an
+evaluator of their own (``tests/placement/oracle.py``).
 """
 
 from __future__ import annotations
@@ -18,35 +22,59 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placement.problem import Problem
+from placement.tiers.domains_spanned import DomainsSpanned
+from placement.tiers.extras_missing import ExtrasMissing
+from placement.tiers.family import Counts, PlanFacts, TierFamily
+from placement.tiers.fresh_domains import FreshDomains
+from placement.tiers.fresh_nodes import FreshNodes
+from placement.tiers.future_fit import FutureFitTier
+from placement.tiers.preferred_pack import PreferredPack
 
-__all__ = ["Counts", "assignment_of", "counts_of", "evaluate", "tier_names"]
+__all__ = [
+    "TIERS",
+    "Counts",
+    "assignment_of",
+    "counts_of",
+    "evaluate",
+    "quality_mask",
+    "quality_names",
+    "quality_values",
+    "tier_names",
+]
 
-Counts = Mapping[tuple[int, str], int]  # (group index, node) → pods of that group on that node
+TIERS: tuple[TierFamily, ...] = (
+    PreferredPack(),
+    DomainsSpanned(),
+    FreshDomains(),
+    FreshNodes(),
+    ExtrasMissing(),
+    FutureFitTier(),
+)
 
 
 def tier_names(problem: Problem) -> tuple[str, ...]:
-    fresh = (f"fresh:{problem.fresh_level}",) if problem.fresh_level else ()
-    return ("preferred", *(f"span:{level}" for level in problem.span_levels), *fresh, "fresh:host", "extras-missing")
+    return tuple(name for family in TIERS for name in family.names(problem))
+
+
+def quality_mask(problem: Problem) -> tuple[bool, ...]:
+    """Per tier: whether it counts in placementScore (see :mod:`placement.score`)."""
+    return tuple(family.quality for family in TIERS for _ in family.names(problem))
 
 
 def evaluate(problem: Problem, counts: Counts) -> tuple[int, ...]:
-    used = {(g, n) for (g, n), c in counts.items() if c > 0}
-    nodes = {n for _, n in used}
-    preferred = 0
-    for scope in problem.preferred:
-        values = {problem.key_value(n, scope.key) or f"<none>:{n}" for g, n in used if g in scope.groups}
-        preferred += max(0, len(values) - 1)
-    spans = [len({problem.domain(n, level) for n in nodes}) for level in problem.span_levels]
-    fresh: list[int] = []
-    if problem.fresh_level is not None:
-        level = problem.fresh_level
-        fresh.append(len({problem.domain(n, level) for n in nodes} & problem.fresh_domains))
-    fresh.append(len(nodes & problem.fresh_nodes))
-    placed = [0] * len(problem.groups)
-    for (g, _), c in counts.items():
-        placed[g] += c
-    missing = sum(len(group.pods) - min(placed[group.index], len(group.pods)) for group in problem.groups)
-    return (preferred, *spans, *fresh, missing)
+    plan = PlanFacts.of(problem, counts)
+    return tuple(value for family in TIERS for value in family.evaluate(problem, plan))
+
+
+def quality_names(problem: Problem) -> tuple[str, ...]:
+    """The tiers that say how well a gang is placed (those placementScore counts), in priority order."""
+    return tuple(name for family in TIERS if family.quality for name in family.names(problem))
+
+
+def quality_values(problem: Problem, counts: Counts) -> tuple[int, ...]:
+    """The plan's value on each of :func:`quality_names`."""
+    plan = PlanFacts.of(problem, counts)
+    return tuple(value for family in TIERS if family.quality for value in family.evaluate(problem, plan))
 
 
 def counts_of(problem: Problem, assignment: Mapping[str, str]) -> dict[tuple[int, str], int]:

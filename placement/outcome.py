@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placement.bounds import gang_bounds, tier_bounds
-from placement.objective import Counts, assignment_of, evaluate, tier_names
+from placement.objective import Counts, assignment_of, evaluate, quality_mask, tier_names
 from placement.problem import Problem
 from placement.request import Result, Status
 from placement.score import placement_score
@@ -41,7 +41,7 @@ def planned(
     parts: dict[str, float] = dict(zip(tier_names(problem), map(float, values), strict=True))
     parts.update(solver or {})
     scored = any(placed) or status == Status.PLACED
-    score = placement_score(values, bounds) if scored and bounds is not None else None
+    score = placement_score(values, bounds, quality_mask(problem)) if scored and bounds is not None else None
     return Result(
         status=status,
         assignment=assignment,

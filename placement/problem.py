@@ -15,11 +15,12 @@ from functools import cached_property
 import numpy as np
 
 from placement.arrays import HostArrays, Ints, NodeArrays, label_value
+from placement.future_fit import FutureFit
 from placement.request import ClusterView, GangRequest, SolveOptions
 from topology.graph import GPU_RESOURCE, UNKNOWN
 from topology.levels import NVLINK_LEVEL
 
-__all__ = ["Group", "InvalidRequest", "Problem", "Scope", "label_value", "prepare"]
+__all__ = ["Group", "InvalidRequest", "Problem", "Scope", "check_request", "label_value", "prepare"]
 
 
 class InvalidRequest(ValueError):
@@ -59,18 +60,27 @@ class Scope:
 class Problem:
     """The request resolved against the view. Immutable after construction; derived facts are cached."""
 
-    def __init__(self, request: GangRequest, view: ClusterView) -> None:
+    def __init__(
+        self,
+        request: GangRequest,
+        view: ClusterView,
+        hosts: HostArrays | None = None,
+        within: Collection[str] | None = None,
+    ) -> None:
+        """``hosts``: the view's host arrays when gangs on one view share them (they must cover the resources the
+        request asks for). ``within``: only these nodes may be candidates (cheaper than resolving every node and
+        then restricting, for a gang planned on a neighbourhood)."""
         self.request = request
         self.view = view
         self.topology = view.topology
         self.required, self.preferred = _scopes(request)
         self.primary = _primary_resource(request)
         demanded = sorted({r for g in request.groups for r, u in g.demand.items() if u > 0})
-        self.hosts = HostArrays(view, demanded)
+        self.hosts = hosts if hosts is not None else HostArrays(view, demanded)
         self.host_cap: list[Ints] = []
         groups = []
         for i in range(len(request.groups)):
-            group, cap = _group(i, request, self.hosts, self.required)
+            group, cap = _group(i, request, self.hosts, self.required, within)
             groups.append(group)
             self.host_cap.append(cap)
         self.groups = tuple(groups)
@@ -108,6 +118,26 @@ class Problem:
         twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
         return twin
 
+    def preferring_one(self) -> Scope | None:
+        """The gang-wide ``preferred`` scope when it is the only one and every candidate carries its key: then a
+        plan inside one domain of it, if any exists, beats every plan outside (the preferred tier comes first),
+        so the search may treat the scope as required and fall back only when no domain holds the gang."""
+        scopes = self.preferred
+        if len(scopes) != 1 or len(scopes[0].groups) != len(self.groups) or self.required_whole() is not None:
+            return None
+        key = scopes[0].key
+        return scopes[0] if all(self.key_value(n, key) is not None for n in self.nodes) else None
+
+    def required_whole(self) -> Scope | None:
+        """The gang-wide ``required`` scope, if any."""
+        return next((s for s in self.required if len(s.groups) == len(self.groups)), None)
+
+    def packing(self, scope: Scope) -> Problem:
+        """The same problem with ``scope`` (a preferred scope every candidate carries the key of) also required."""
+        twin = copy.copy(self)
+        twin.required = (*self.required, replace(scope, index=len(self.required), required=True))
+        return twin
+
     def domain(self, node: str, level: str) -> str:
         """The node's domain at ``level``; an unlabelled node is a domain of its own, so missing labels never
         make a spread placement look packed."""
@@ -134,6 +164,16 @@ class Problem:
     @cached_property
     def arrays(self) -> NodeArrays:
         return NodeArrays(self)
+
+    @cached_property
+    def future_fit(self) -> FutureFit | None:
+        """The future-fit measure over the view's recent gang shapes; ``None`` when the view names none."""
+        if not self.view.shapes:
+            return None
+        found = self.hosts.memo.get("future-fit")  # one per view, however many gangs share its arrays
+        if not isinstance(found, FutureFit):
+            found = self.hosts.memo["future-fit"] = FutureFit(self.hosts)
+        return found
 
     @cached_property
     def resources(self) -> tuple[str, ...]:
@@ -168,15 +208,19 @@ class Problem:
         return sum(g.min for g in self.groups)
 
 
-def prepare(request: GangRequest, view: ClusterView, options: SolveOptions | None = None) -> Problem:
-    """Check the request (raising :class:`InvalidRequest` naming the field) and resolve it against the view."""
-    _check(request)
+def prepare(
+    request: GangRequest, view: ClusterView, options: SolveOptions | None = None, *, hosts: HostArrays | None = None
+) -> Problem:
+    """Check the request (raising :class:`InvalidRequest` naming the field) and resolve it against the view
+    (on ``hosts``, the view's shared host arrays, when given)."""
+    check_request(request)
     if options is not None:
         _check_options(options)
-    return Problem(request, view)
+    return Problem(request, view, hosts)
 
 
-def _check(request: GangRequest) -> None:
+def check_request(request: GangRequest) -> None:
+    """Raise :class:`InvalidRequest`, naming the field and the rule, if ``request`` is malformed."""
     if not request.groups:
         raise InvalidRequest(f"gang {request.key}: groups must not be empty")
     names: set[str] = set()
@@ -230,7 +274,9 @@ def _scopes(request: GangRequest) -> tuple[tuple[Scope, ...], tuple[Scope, ...]]
     return tuple(required), tuple(preferred)
 
 
-def _group(index: int, request: GangRequest, hosts: HostArrays, required: tuple[Scope, ...]) -> tuple[Group, Ints]:
+def _group(
+    index: int, request: GangRequest, hosts: HostArrays, required: tuple[Scope, ...], within: Collection[str] | None
+) -> tuple[Group, Ints]:
     """Resolve one group: how many of its pods each host holds alone, zero where it may not run at all."""
     spec = request.groups[index]
     demand = {r: u for r, u in spec.demand.items() if u > 0}
@@ -245,6 +291,10 @@ def _group(index: int, request: GangRequest, hosts: HostArrays, required: tuple[
     for scope in required:
         if index in scope.groups:
             fits = np.where(hosts.labelled(scope.key), fits, 0)  # no label: in no domain of that key
+    if within is not None:
+        inside = np.zeros(len(hosts.names), np.bool_)
+        inside[[hosts.position[n] for n in within]] = True
+        fits = np.where(inside, fits, 0)
     cap = {hosts.names[i]: int(fits[i]) for i in np.flatnonzero(fits > 0)}
     return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap), np.maximum(fits, 0)
 

@@ -6,13 +6,23 @@ many pods it has, how many are gang-guaranteed, and which nodes may take them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from topology import Topology
 
-__all__ = ["ClusterView", "GangRequest", "GroupRequest", "PackScope", "Result", "SolveOptions", "Status"]
+__all__ = [
+    "ClusterView",
+    "GangRequest",
+    "GroupRequest",
+    "PackScope",
+    "Result",
+    "SolveOptions",
+    "Status",
+    "WorkloadShape",
+]
 
 
 @dataclass(frozen=True)
@@ -50,18 +60,42 @@ class GangRequest:
 
 
 @dataclass(frozen=True)
+class WorkloadShape:
+    """A gang shape the cluster has been seeing (see :mod:`placement.shapes`): ``gpus`` GPUs in pods of
+    ``pod_gpus``, wanted inside one domain of topology level ``level``; ``weight``: how often it came."""
+
+    level: str
+    pod_gpus: int
+    gpus: int
+    weight: int = 1
+
+    @property
+    def pods(self) -> int:
+        """Pods of ``pod_gpus`` the shape needs in one domain (its smaller pods counted as large ones)."""
+        return -(-self.gpus // self.pod_gpus)
+
+
+@dataclass(frozen=True)
 class ClusterView:
-    """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology."""
+    """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology, and the gang
+    shapes the cluster has been seeing (``shapes``: the future-fit tier keeps room for them; none, no such tier)."""
 
     topology: Topology
     free: Mapping[str, Mapping[str, int]]
+    shapes: tuple[WorkloadShape, ...] = ()
 
 
 @dataclass(frozen=True)
 class SolveOptions:
+    """How to solve. ``model_nodes``: beyond this many candidate nodes the ``cpsat`` model is built on a
+    neighbourhood of the greedy plan (building it over every node would not fit the time limit). ``clock``: what
+    the time limit is measured with (seconds; tests hand in a fake one to drive the deadline paths)."""
+
     policy: str = "cpsat"
     time_limit_seconds: float = 1.0  # well under kube-scheduler's extender httpTimeout
     workers: int = 2
+    model_nodes: int = 600
+    clock: Callable[[], float] = field(default=time.perf_counter, compare=False, repr=False)
 
 
 class Status(StrEnum):
@@ -69,6 +103,7 @@ class Status(StrEnum):
     INFEASIBLE = "Infeasible"
     TIMED_OUT = "TimedOut"
     INVALID = "Invalid"  # the request itself is malformed; ``reason`` names the field and the rule
+    DEFERRED = "Deferred"  # fits, but a batch started other gangs on the capacity it needs (queue-aware planning)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ benchmarks goes through :func:`violations`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from placement.problem import label_value
 from placement.request import ClusterView, GangRequest, Result, Status
 
-__all__ = ["violations"]
+__all__ = ["batch_violations", "violations"]
 
 
 def violations(
@@ -45,11 +46,8 @@ def violations(
         load = used.setdefault(node, Counter())
         for resource, units in group.demand.items():
             load[resource] += units
-    for node, load in used.items():
-        for resource, units in load.items():
-            free = view.free.get(node, {}).get(resource, 0)
-            if units > free:
-                found.append(f"node {node} over capacity: {units} {resource} placed, {free} free")
+    for node, resource, units, free in _overloaded(view, used):
+        found.append(f"node {node} over capacity: {units} {resource} placed, {free} free")
     placed = Counter(group_of[p].name for p in result.assignment if p in group_of)
     if result.status == Status.PLACED:
         for group in request.groups:
@@ -83,4 +81,46 @@ def _pack_violations(request: GangRequest, view: ClusterView, result: Result) ->
             found.append(f"packs[{index}]: a pod sits on a node without label {pack.required}")
         if len(values - {None}) > 1:
             found.append(f"packs[{index}]: required {pack.required} spans {sorted(v for v in values if v)}")
+    return found
+
+
+def batch_violations(
+    requests: Sequence[GangRequest], view: ClusterView, results: Mapping[str, Result], head: Sequence[str]
+) -> list[str]:
+    """Everything wrong with a batch's results (``placement.batch``): each gang's result as :func:`violations`
+    judges it, a result for every gang of the head and none for any other, and every node within its free
+    units with all the started gangs on it together."""
+    found: list[str] = []
+    by_key = {request.key: request for request in requests}
+    for key in head:
+        if key not in results:
+            found.append(f"gang {key} of the head has no result")
+    for key, result in results.items():
+        request = by_key.get(key)
+        if request is None or key not in head:
+            found.append(f"result for gang {key}, which is not in the head")
+            continue
+        found.extend(f"gang {key}: {line}" for line in violations(request, view, result))
+    load: dict[str, Counter[str]] = {}
+    for key, result in results.items():
+        if key not in by_key:
+            continue
+        demand = {pod: group.demand for group in by_key[key].groups for pod in group.pods}
+        for pod, node in result.assignment.items():
+            units = load.setdefault(node, Counter())
+            for resource, amount in demand.get(pod, {}).items():
+                units[resource] += amount
+    for node, resource, amount, free in _overloaded(view, load):
+        found.append(f"node {node} over capacity with the batch together: {amount} {resource}, {free} free")
+    return found
+
+
+def _overloaded(view: ClusterView, load: Mapping[str, Counter[str]]) -> list[tuple[str, str, int, int]]:
+    """(node, resource, units placed, units free) wherever ``load`` exceeds the view's free units."""
+    found = []
+    for node, units in load.items():
+        for resource, amount in units.items():
+            free = view.free.get(node, {}).get(resource, 0)
+            if amount > free:
+                found.append((node, resource, amount, free))
     return found

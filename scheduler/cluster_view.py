@@ -13,11 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from api.grove import ClusterTopologyBinding
 from api.kube import Node, Pod, ResourceVector
 from placement.request import ClusterView
+from scheduler.documents import UnreadableText, parse_text
 from scheduler.snapshot import Snapshot, gc_paused
 from topology import HostSpec, Level, Topology, levels_from_pairs
 
@@ -48,11 +47,13 @@ def load_levels_file(path: str | Path) -> tuple[Level, ...]:
     """
     source = str(path)
     try:
-        document: Any = yaml.safe_load(Path(path).read_text())  # YAML is a superset of JSON
+        document: Any = parse_text(Path(path).read_bytes().decode("utf-8"))
     except OSError as err:
         raise LevelsError(f"levels file {source}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise LevelsError(f"levels file {source}: not valid YAML or JSON: {err}") from None
+    except UnicodeDecodeError as err:
+        raise LevelsError(f"levels file {source}: not UTF-8 text (byte {err.start})") from None
+    except UnreadableText as err:
+        raise LevelsError(f"levels file {source}: {err}") from None
     if isinstance(document, Mapping) and document.get("kind") == "ClusterTopologyBinding":
         document = (document.get("spec") or {}).get("levels")
     if not isinstance(document, list) or not document:

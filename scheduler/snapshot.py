@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodGang
 from api.kube import Node, Pod
+from scheduler.documents import UnreadableText, parse_text
 
 __all__ = [
     "MAX_DEPTH",
@@ -170,17 +171,6 @@ def _check_references(snapshot: Snapshot) -> None:
             )
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases: kubectl never writes them, and a few nested ones make a document
-    that is small on disk expand exponentially in any code that walks it."""
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.YAMLError(f"YAML aliases (*{event.anchor}) are not allowed in a snapshot {event.start_mark}")
-        return super().compose_node(parent, index)
-
-
 def _read(path: Path, source: str, limit: int) -> bytes:
     """The file's bytes, gunzipped when they start with gzip's magic; never more than ``limit`` of them."""
     try:
@@ -206,16 +196,10 @@ def _decode(raw: bytes, source: str) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
-    stripped = text.lstrip()
     try:
-        if stripped.startswith("{") or stripped.startswith("["):
-            return json.loads(text)
-        return yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader that also refuses aliases
-    except RecursionError:
-        raise SnapshotError(f"snapshot {source}: nested too deeply to parse") from None
-    except (ValueError, yaml.YAMLError) as err:
-        # ValueError covers JSONDecodeError and integers longer than Python's 4,300-digit conversion limit.
-        raise SnapshotError(f"snapshot {source}: not valid JSON or YAML: {err}") from None
+        return parse_text(text)
+    except UnreadableText as err:
+        raise SnapshotError(f"snapshot {source}: {err}") from None
 
 
 @contextmanager

@@ -83,10 +83,11 @@ def write_corpus(directory: Path) -> dict[str, tuple[str, ...]]:
         "truncated.json.gz": (gzip.compress(_listed(_node()))[:40], ("not gzip, JSON or YAML",)),
         "gzip-garbage.gz": (b"\x1f\x8b" + bytes(range(256)) * 4, ("not gzip, JSON or YAML",)),
         "not-utf8.json": (b'{"kind": "List", "items": ["\xff\xfe\xfa"]}', ("not gzip, JSON or YAML", "utf-8")),
-        "billion-laughs.yaml": (
-            b"kind: List\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-            b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nitems: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
-            ("aliases", "not allowed"),
+        "billion-laughs.yaml": (  # nine levels of nine: 9^9 ≈ 387 million nodes from under 300 bytes
+            b"kind: List\na: &a [x, x, x, x, x, x, x, x, x]\n"
+            + b"".join(b"%c: &%c [" % (c, c) + b", ".join([b"*%c" % (c - 1)] * 9) + b"]\n" for c in b"bcdefgh")
+            + b"items: [*h, *h, *h, *h, *h, *h, *h, *h, *h]\n",
+            ("aliases expand to more than", "not allowed"),
         ),
         "long-integer.json": (
             b'{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": '

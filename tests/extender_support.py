@@ -188,6 +188,7 @@ def harness(
     solver: Solver | None = None,
     store: ClusterStore | None = None,
     leadership: Leadership | None = None,
+    batch_size: int = CoordinatorConfig.batch_size,
 ) -> Harness:
     if store is None:
         store = ClusterStore()
@@ -198,7 +199,7 @@ def harness(
         store=store,
         writer=writer,
         solver=solver or solve,
-        config=CoordinatorConfig(bind_wait_seconds=bind_wait),
+        config=CoordinatorConfig(bind_wait_seconds=bind_wait, batch_size=batch_size),
         leadership=leadership,
         clock=clock,
         # Real time by default: fuzz and property tests only need a wait that eventually ends.

@@ -36,6 +36,12 @@ def test_scheduler_names_decide_which_pods_are_kept_whole(flags: list[str], name
     assert our_pods(args).scheduler_names == names
 
 
+def test_batch_size_defaults_to_16_and_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert build_parser().parse_args(["serve", "--snapshot", "x.json"]).batch_size == CoordinatorConfig.batch_size == 16
+    assert main(["serve", "--snapshot", "x.json", "--batch-size", "0"]) == 2
+    assert "--batch-size must be at least 1" in capsys.readouterr().err
+
+
 def test_serve_refuses_a_missing_or_broken_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve"]) == 2
     broken = tmp_path / "broken.json"

@@ -29,6 +29,8 @@ def _items() -> list[dict[str, Any]]:
         make_podgang("g").group("g-l", pods=["l0"]).group("g-w", pods=["w0", "w1", "w2"], min_replicas=2).dict(),
         make_podgang("bound-gang").group("x", pods=["busy"]).dict(),
         make_pod("o0").gpus(2).gang("orphan").dict(),
+        make_pod("s0").gpus(1).gang("short").dict(),
+        make_podgang("short").group("s", pods=["s0", "s1"]).dict(),
         make_pod("loose").gpus(1).dict(),
     ]
 
@@ -53,10 +55,14 @@ def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         {"domain": "u1.0", "nodes": 2, "gpus_total": 8, "gpus_free": 5},
     ]
     gangs = {gang["gang"]: gang for gang in summary["pending_gangs"]}
-    assert set(gangs) == {"default/g", "default/orphan"}  # bound-gang is fully bound
-    # g: w2 is referenced but missing, so the request is refused and the reason shown
-    assert gangs["default/g"]["error"] is not None and "default/w2" in gangs["default/g"]["error"]
+    assert set(gangs) == {"default/g", "default/orphan", "default/short"}  # bound-gang is fully bound
+    # g: w2 is referenced but not created; w0 and the gated w1 meet g-w's minReplicas of 2 without it, so the
+    # summary stands: 4 GPUs × (w0, w1) = 8, all of them guaranteed (l0 asks none)
+    assert gangs["default/g"]["error"] is None
     assert (gangs["default/g"]["pods"], gangs["default/g"]["min_pods"], gangs["default/g"]["gated_pods"]) == (4, 3, 1)
+    assert (gangs["default/g"]["gpus"], gangs["default/g"]["min_gpus"]) == (8, 8)
+    # short: both pods guaranteed and s1 not created, so the gang cannot be planned yet and the reason names s1
+    assert "not created: default/s1" in gangs["default/short"]["error"]
     assert gangs["default/orphan"] == {
         "gang": "default/orphan",
         "podgang": False,

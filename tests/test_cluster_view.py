@@ -65,12 +65,14 @@ def test_levels_file_as_json_binding(tmp_path: Path) -> None:
         pytest.param("- {domain: rack}\n", r"entry \[0\]\.key", id="no-key"),
         pytest.param(f"- {{domain: '', key: {RACK}}}\n", r"entry \[0\]\.domain", id="empty-domain"),
         pytest.param(f"- {{domain: r, key: {RACK}}}\n- {{domain: r, key: {ZONE}}}\n", "duplicate", id="duplicate"),
-        pytest.param("- [unclosed\n", "not valid YAML", id="broken-yaml"),
+        pytest.param("- [unclosed\n", "not valid JSON or YAML", id="broken-yaml"),
+        pytest.param("[" * 20_000 + "]" * 20_000, "nested too deeply", id="deep"),
+        pytest.param(b"- {domain: \xff}\n", "not UTF-8 text", id="not-utf8"),
     ],
 )
-def test_bad_levels_files_name_the_entry(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_levels_files_name_the_entry(tmp_path: Path, text: str | bytes, message: str) -> None:
     path = tmp_path / "levels.yaml"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(LevelsError, match=message):
         load_levels_file(path)
 

@@ -381,3 +381,31 @@ def test_a_filter_during_an_in_flight_replan_waits_for_it_instead_of_answering_t
     reply = run(main)
     assert len(reply["NodeNames"]) == 1, reply
     assert len(calls) == 2  # the filter waited for the worker's plan instead of solving a third time
+
+
+def _prioritised(pods: list, priority: int) -> list:
+    return [p.model_copy(update={"spec": p.spec.model_copy(update={"priority": priority})}) for p in pods]
+
+
+def test_the_head_of_the_queue_is_planned_together_by_priority_then_age() -> None:
+    # One NVLink domain of 2 × 8 GPUs: room for one gang of 2 × 8. Three wait, oldest first: a (priority 0),
+    # b (50), c (100). With a head of 2, the batch holds c and b (highest first): c starts, b waits saying c took
+    # the capacity, and a, beyond the head, is not decided yet. Planned one at a time in arrival order, a would
+    # have taken it.
+    gangs = [gang(name, workers=2, gpus=8) for name in ("a", "b", "c")]
+    pods = [
+        p for (members, _), priority in zip(gangs, (0, 50, 100), strict=True) for p in _prioritised(members, priority)
+    ]
+    h = harness(
+        nodes=[node("a0", clique="A"), node("a1", clique="A")], pods=pods, podgangs=[g for _, g in gangs], batch_size=2
+    )
+    h.coordinator.plan_ahead(gang_ref_of(gangs[0][0][0]))  # the worker plans the oldest first
+    states = {g["gang"]: (g["state"], g["reason"]) for g in h.coordinator.debug_gangs()}
+    assert set(states) == {"default/b", "default/c"}
+    assert states["default/c"][0] == "Planned"
+    assert states["default/b"][0] == "Waiting" and "default/c" in states["default/b"][1]
+    one = harness(
+        nodes=[node("a0", clique="A"), node("a1", clique="A")], pods=pods, podgangs=[g for _, g in gangs], batch_size=1
+    )
+    one.coordinator.plan_ahead(gang_ref_of(gangs[0][0][0]))
+    assert {g["gang"]: g["state"] for g in one.coordinator.debug_gangs()}["default/a"] == "Planned"

@@ -7,7 +7,13 @@ import pytest
 from api.grove import PodGang
 from api.kube import Node, Pod
 from placement.request import PackScope
-from scheduler.gang_request import GangRequestError, gang_request, request_for_pod, single_pod_request
+from scheduler.gang_request import (
+    GangNotReady,
+    GangRequestError,
+    gang_request,
+    request_for_pod,
+    single_pod_request,
+)
 from tests.builders import make_node, make_pod, make_podgang
 
 HOST = "kubernetes.io/hostname"
@@ -71,16 +77,70 @@ def test_empty_pack_constraint_adds_no_scope() -> None:
     assert request.packs == ()
 
 
-def test_missing_pod_is_named() -> None:
+def test_a_missing_guaranteed_pod_is_named_and_a_missing_extra_is_left_out() -> None:
     gang = make_podgang("g").group("g-worker", pods=["w0", "w9"]).obj()
-    with pytest.raises(GangRequestError, match=r"podgroups\[0\] \(g-worker\): pod default/w9 is referenced"):
+    with pytest.raises(GangNotReady, match=r"podgroups\[0\] \(g-worker\) has 1 of 2 .*not created: default/w9"):
         gang_request(gang, _pods(_worker("w0")), _nodes())
+    # minReplicas 1: w0 alone meets the guarantee, so the gang is planned without w9 (Grove may create it later)
+    one = make_podgang("g").group("g-worker", pods=["w0", "w9"], min_replicas=1).obj()
+    (group,) = gang_request(one, _pods(_worker("w0")), _nodes()).groups
+    assert (group.pods, group.min_replicas) == (("default/w0",), 1)
 
 
-def test_pods_of_one_group_must_be_alike() -> None:
+def test_pods_of_one_group_that_differ_are_planned_at_their_peak() -> None:
+    # One documented rule (the coordinator planned at the peak, the old translator refused): w0 asks 4 GPUs and 8
+    # CPUs, w1 8 GPUs and 8 CPUs: the group is planned at 8 GPUs and 8 CPUs per pod, so either fits anywhere.
     gang = make_podgang("g").group("g-worker", pods=["w0", "w1"]).obj()
-    with pytest.raises(GangRequestError, match=r"pod default/w1 requests .* unlike default/w0"):
-        gang_request(gang, _pods(_worker("w0"), _worker("w1", gpus=8)), _nodes())
+    request = gang_request(gang, _pods(_worker("w0"), _worker("w1", gpus=8)), _nodes())
+    assert request.groups[0].demand == {"nvidia.com/gpu": 8, "cpu": 8000, "pods": 1}
+
+
+def test_priority_is_the_highest_of_any_member_whatever_the_order() -> None:
+    # One rule (the coordinator took the first pod's, the old translator the highest): the leader's 100 wins even
+    # though the workers, referenced first, carry 10.
+    gang = make_podgang("g").group("g-worker", pods=["w0"]).group("g-leader", pods=["l0"]).obj()
+    worker = make_pod("w0").gpus(4).gang("g").priority(10).toleration("x", operator="Exists").obj()
+    assert gang_request(gang, _pods(worker, _leader()), _nodes()).priority == 100
+
+
+def test_bound_members_count_and_hold_a_required_domain() -> None:
+    # w0 is bound on a (clique c1); w1 and w2 wait. minReplicas 3 → 2 left to place, and the required clique pack
+    # keeps them to c1's nodes (a and b; c is in c2).
+    nodes = [make_node(n).gpus(8).label(CLIQUE, c).obj() for n, c in (("a", "c1"), ("b", "c1"), ("c", "c2"))]
+    gang = make_podgang("g").group("g-worker", pods=["w0", "w1", "w2"], required=CLIQUE).obj()
+    bound = make_pod("w0").gpus(4).gang("g").on("a").obj()
+    request = gang_request(gang, _pods(bound, make_pod("w1").gpus(4).obj(), make_pod("w2").gpus(4).obj()), nodes)
+    (group,) = request.groups
+    assert group.pods == ("default/w1", "default/w2") and group.min_replicas == 2
+    assert group.eligible == frozenset({"a", "b"})
+
+
+def test_placed_members_excluded_nodes_and_a_single_pod_request() -> None:
+    # w0 assumed on b (not bound yet): a fact like a bound pod. kube-scheduler refused node a for the group.
+    gang = make_podgang("g").group("g-worker", pods=["w0", "w1", "w2"], min_replicas=2).obj()
+    pods = _pods(_worker("w0"), _worker("w1"), _worker("w2"))
+    request = gang_request(gang, pods, _nodes(), placed={"default/w0": "b"}, excluded={"g-worker": frozenset({"a"})})
+    (group,) = request.groups
+    assert group.pods == ("default/w1", "default/w2") and group.min_replicas == 1
+    assert group.eligible == frozenset({"b", "tainted"})  # every node but the excluded one (workers tolerate x)
+    extra = gang_request(gang, pods, _nodes(), placed={"default/w0": "b", "default/w1": "b"}, only="default/w2")
+    assert [(g.pods, g.min_replicas) for g in extra.groups] == [(("default/w2",), 1)]
+
+
+def test_a_group_with_nothing_left_to_place_drops_out_with_its_packs() -> None:
+    gang = make_podgang("g").group("g-leader", pods=["l0"], preferred=HOST).group("g-worker", pods=["w0"]).obj()
+    leader = make_pod("l0").cpu("2").gang("g").on("a").obj()
+    request = gang_request(gang, _pods(leader, _worker("w0")), _nodes())
+    assert [g.name for g in request.groups] == ["g-worker"] and request.packs == ()
+
+
+def test_a_missing_or_gated_guarantee_is_not_ready_yet() -> None:
+    gang = make_podgang("g").group("g-worker", pods=["w0", "w1"]).obj()
+    with pytest.raises(GangNotReady, match=r"1 not created yet, 0 still gated; not created: default/w1"):
+        gang_request(gang, _pods(_worker("w0")), _nodes())
+    gated = make_pod("w1").gpus(4).gang("g").gated().obj()
+    with pytest.raises(GangNotReady, match=r"1 of 2 guaranteed pods .* \(0 not created yet, 1 still gated\)"):
+        gang_request(gang, _pods(_worker("w0"), gated), _nodes())
 
 
 def test_min_replicas_above_the_references_is_refused() -> None:
@@ -124,3 +184,14 @@ def test_request_for_pod_finds_its_gang() -> None:
     gang = make_podgang("g").group("g-worker", pods=["w0"]).obj()
     request = request_for_pod(_worker("w0"), podgangs={gang.key: gang}, pods=_pods(_worker("w0")), nodes=_nodes())
     assert request.key == "default/g"
+
+
+def test_a_group_whose_every_guaranteed_pod_is_gated_is_not_ready_and_a_summary_counts_them() -> None:
+    # Both groups' pods are gated: the first group stops the translation; asked for a summary (gated=True), both
+    # groups are there with their full demand.
+    gang = make_podgang("g").group("a", pods=["w0"]).group("b", pods=["w1"]).obj()
+    pods = _pods(make_pod("w0").gpus(4).gang("g").gated().obj(), make_pod("w1").gpus(2).gang("g").gated().obj())
+    with pytest.raises(GangNotReady, match=r"\(a\) has 0 of 1 guaranteed pods"):
+        gang_request(gang, pods, _nodes())
+    summary = gang_request(gang, pods, _nodes(), gated=True)
+    assert [(g.name, g.demand["nvidia.com/gpu"]) for g in summary.groups] == [("a", 4), ("b", 2)]

@@ -120,3 +120,36 @@ def test_a_gang_bigger_than_the_cluster_is_never_partly_bound() -> None:
     out = sim.run(until=120)
     assert out.whole_at == {} and out.extender_binds == 0 and out.overcommits == []
     assert out.stats.filter_refusals > 0  # refused with the reason, parked by kube-scheduler
+
+
+@pytest.mark.parametrize("batch_size", [1, 16])
+def test_a_higher_priority_gang_that_arrives_second_gets_the_capacity_when_both_cannot_fit(batch_size: int) -> None:
+    # 2 nodes × 4 GPUs = 8 GPUs, all held by "busy" (2 pods × 4 GPUs) until its pods are deleted at 5 s. "low"
+    # (priority 0) arrives at 0.5 s, "high" (priority 100) at 4.5 s; each needs the whole 8 GPUs, so only one can
+    # start. The queue head planned together gives them to high and leaves low waiting with the reason; planning
+    # one gang at a time (batch size 1) hands them to whichever gang's pod kube-scheduler retries first: low,
+    # whose backoff ends before high's.
+    config = CoordinatorConfig(batch_size=batch_size)
+    sim = Simulation(nodes=2, gpus_per_node=4, pods_per_second=PACE, config=config, regrow_deleted=None)
+    sim.add_gang(GangSpec("busy", {"w": (2, 2, 4)}, at=0.0))
+    sim.add_gang(GangSpec("low", {"w": (2, 2, 4)}, at=0.5, fits=False))
+    sim.add_gang(GangSpec("high", {"w": (2, 2, 4)}, at=4.5, priority=100))
+    sim.at(5.0, lambda: [sim.api.delete_pod(key) for key in sim.members("busy")])
+    seen: dict[str, dict[str, object]] = {}
+
+    def look() -> None:
+        coordinator = sim.extender.coordinator
+        assert coordinator is not None
+        seen.update({gang["gang"]: gang for gang in coordinator.debug_gangs()})
+
+    sim.at(6.5, look)  # after high is whole (the run ends 2 s after that)
+    out = sim.run(until=30)
+    assert out.overcommits == []
+    if batch_size == 1:
+        assert set(out.whole_at) == {"busy", "low"}
+        return
+    assert set(out.whole_at) == {"busy", "high"}
+    # whole within a second of the capacity freeing; low is the one waiting, saying which gang took the capacity
+    assert out.whole_at["high"] <= 6.0
+    assert seen["default/low"]["state"] == "Waiting"
+    assert "default/high" in str(seen["default/low"]["reason"])

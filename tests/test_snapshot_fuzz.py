@@ -12,12 +12,8 @@ from hypothesis import strategies as st
 from scheduler.snapshot import SnapshotError, parse_snapshot
 from scheduler.snapshot_summary import summarise
 from tests.builders import make_node, make_pod, make_podgang
+from tests.corruption import JSON, corrupt
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
-    max_leaves=8,
-)
 VALID = [
     make_node("n1").gpus(8).taint("k", "v").dict(),
     make_pod("p")
@@ -32,30 +28,11 @@ VALID = [
 ]
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found += _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found += _paths(child, (*prefix, index))
-    return found
-
-
 @settings(max_examples=150, deadline=None)
 @given(which=st.integers(0, len(VALID) - 1), pick=st.integers(0, 10_000), replacement=JSON)
 def test_any_single_corruption_is_a_snapshot_error_or_loads(which: int, pick: int, replacement: Any) -> None:
-    items = copy.deepcopy(VALID)
-    paths = _paths(items[which])
-    path = paths[pick % len(paths)]
-    if path:
-        target = items[which]
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = replacement
-    else:
-        items[which] = replacement
+    items = copy.deepcopy(VALID)  # a load must not see what an earlier example did to the others
+    items[which] = corrupt(VALID[which], pick=pick, replacement=replacement)
     try:
         snapshot = parse_snapshot({"kind": "List", "items": items})
     except SnapshotError:

@@ -1,6 +1,8 @@
-"""The CP-SAT placement model: integer pod counts per (group, node), one module per constraint or objective tier,
-composed by :mod:`placement.cpsat.solver` through the explicit registry in :mod:`placement.cpsat.registry`.
+"""The CP-SAT placement model: integer pod counts per (group, node), one module per hard constraint (registered in
+:mod:`placement.cpsat.registry`), the objective tiers' expressions taken from :mod:`placement.tiers` in
+:data:`placement.objective.TIERS` order, composed and solved by :mod:`placement.cpsat.solver`.
 
-Owns: the model only. Problem resolution, bounds, the scorer and the reasons for refusal live in ``placement``
-proper so the greedy policies and the tests share them without importing ortools.
+Owns: the variables, the hard constraints, the weighting of tiers and the ``cpsat`` policy's order of work.
+Problem resolution, the tiers, bounds, the scorer and the reasons for refusal live in ``placement`` proper so the
+greedy policies and the tests share them.
 """

@@ -18,7 +18,6 @@ whether it was proven best.
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass, replace
 
 from placement.bounds import Bounds, gang_bounds, tier_bounds
@@ -34,7 +33,6 @@ from placement.request import Result, SolveOptions, Status
 
 __all__ = ["solve_cpsat"]
 
-_MODEL_NODES = 600  # beyond this many candidates the model is built on a neighbourhood of the greedy plan
 _LATE_GREEDY_DOMAINS = 3  # past the deadline with no plan, how many more domains the greedy may try
 _MIN_MODEL_SECONDS = 0.1  # with less time left, building a model (Python, not interruptible) only overruns
 
@@ -55,7 +53,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
     When there are extras, first try to plan every pod as if all were guaranteed: if that fits, the whole gang
     is packed together (extras added afterwards would have to go wherever the guaranteed plan left room).
     """
-    deadline = time.perf_counter() + options.time_limit_seconds
+    deadline = options.clock() + options.time_limit_seconds
     if any(g.extras for g in problem.groups):
         whole = problem.requiring([len(g.pods) for g in problem.groups])
         attempt = replace(options, time_limit_seconds=options.time_limit_seconds / 2)
@@ -63,7 +61,7 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         if isinstance(everything, _Plan):
             solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
             return _with_bound(planned(problem, everything.counts, solver=solver), optimal=everything.optimal)
-        options = replace(options, time_limit_seconds=max(0.01, deadline - time.perf_counter()))
+        options = replace(options, time_limit_seconds=max(0.01, deadline - options.clock()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found
@@ -79,7 +77,7 @@ def _with_bound(result: Result, *, optimal: bool) -> Result:
 
 
 def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result:
-    deadline = time.perf_counter() + options.time_limit_seconds
+    deadline = options.clock() + options.time_limit_seconds
     reason = relaxation_reason(problem)
     if reason is not None:
         return refused(reason)
@@ -89,6 +87,18 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
         return refused(explain_infeasible(whole))  # reasons speak of the cluster as the user sees it
     if bounds.by_domain:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
+    preferred = problem.preferring_one()
+    if preferred is not None:
+        # Search the preferred key's domains one by one, as for a required pack: cheap, exact when one holds the
+        # gang; the whole-cluster model is left for the gang no single domain holds.
+        packed = problem.packing(preferred)
+        packed_bounds = gang_bounds(packed)
+        if packed_bounds is not None and packed_bounds.by_domain:
+            inside = _by_domain(packed, packed_bounds, deadline=deadline, options=options)
+            if isinstance(inside, _Plan):
+                # Every plan outside one domain is worse on the first tier, so the floor the domain search
+                # established holds for the gang, as it does for a required pack.
+                return inside
     hint = topology_greedy(problem, spans_first=True)
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)
@@ -96,10 +106,11 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
     if outcome.state == "infeasible" and exact:
         return refused(explain_infeasible(problem))
     found = _better(problem, outcome.counts if outcome.state in ("optimal", "feasible") else None, hint)
+    models = int(outcome.state != "skipped")
     if found is None:
-        return _timed_out(problem, None, bounds, options, models=1)
+        return _timed_out(problem, None, bounds, options, models=models)
     optimal = (outcome.state == "optimal" and exact) or evaluate(problem, found) == bounds.lexicographic
-    return _Plan(found, bounds.per_tier, optimal=optimal, models=1)
+    return _Plan(found, bounds.per_tier, optimal=optimal, models=models)
 
 
 def _better(problem: Problem, *plans: Counts | None) -> Counts | None:
@@ -113,10 +124,16 @@ def _model(
 ) -> tuple[ModelOutcome, bool]:
     """Solve the model, on a neighbourhood of the hint when the problem is too big to build in the time limit;
     ``exact`` says whether the model covered every candidate (else its optimum proves nothing globally)."""
-    if deadline - time.perf_counter() < _MIN_MODEL_SECONDS:
-        return ModelOutcome("unknown"), False
-    if len(problem.nodes) <= _MODEL_NODES or not problem.span_levels:
-        return solve_model(problem, hint=hint, lower=lower, deadline=deadline, workers=options.workers), True
+    if deadline - options.clock() < _MIN_MODEL_SECONDS:
+        return ModelOutcome("skipped"), False
+
+    def run(candidates: Problem) -> ModelOutcome:
+        return solve_model(
+            candidates, hint=hint, lower=lower, deadline=deadline, workers=options.workers, clock=options.clock
+        )
+
+    if len(problem.nodes) <= options.model_nodes or not problem.span_levels:
+        return run(problem), True
     level = problem.span_levels[0]
     members: dict[str, list[str]] = {}
     room: dict[str, int] = {}
@@ -128,13 +145,13 @@ def _model(
     keep = {problem.domain(n, level) for (_, n), c in (hint or {}).items() if c > 0}
     size = sum(len(members[d]) for d in keep)
     for domain in sorted(room, key=lambda d: (-room[d], d)):
-        if size >= _MODEL_NODES:
+        if size >= options.model_nodes:
             break
         if domain not in keep:
             keep.add(domain)
             size += len(members[domain])
     near = problem.restricted({n for d in keep for n in members[d]})
-    return solve_model(near, hint=hint, lower=lower, deadline=deadline, workers=options.workers), False
+    return run(near), False
 
 
 def _timed_out(
@@ -154,26 +171,29 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     moves it back. The search stops when the front bound cannot beat the best plan."""
     assert bounds.by_domain is not None and bounds.members is not None
     scope = next(s for s in problem.required if len(s.groups) == len(problem.groups))
-    # (bound, 1 if still coarse else 0, domain): among equal bounds a refined domain comes first, so a domain
-    # that meets its bound ends the search before every other one is refined.
-    queue = [(bound, 1, value) for value, bound in bounds.by_domain.items()]
+    # (bound, 1 if still coarse else 0, room, domain): among equal bounds a refined domain comes first, so a domain
+    # that meets its bound ends the search before every other one is refined; then the tightest (least free units
+    # of the primary resource), as best fit takes it: of equal plans, the one that leaves the roomy domains whole.
+    primary = problem.arrays.free.get(problem.primary)
+    room = {v: int(primary[idx].sum()) if primary is not None else 0 for v, idx in bounds.members.items()}
+    queue = [(bound, 1, room[value], value) for value, bound in bounds.by_domain.items()]
     heapq.heapify(queue)
     best: tuple[tuple[int, ...], Counts] | None = None
-    proven = True
+    unsettled: list[tuple[int, ...]] = []  # bounds of domains whose search was cut short
     models = 0
     tried_late = 0
     while queue:
-        bound, coarse, value = queue[0]
+        bound, coarse, tightness, value = queue[0]
         if best is not None and bound >= best[0]:
             break  # neither this domain nor any behind it can beat the best plan
         if coarse:
             refined = tier_bounds(problem, bounds.members[value])
-            heapq.heapreplace(queue, (refined or bound, 0, value))
+            heapq.heapreplace(queue, (refined or bound, 0, tightness, value))
             continue
         heapq.heappop(queue)
-        late = deadline - time.perf_counter() <= 0
+        late = deadline - options.clock() <= 0
         if late and (best is not None or tried_late >= _LATE_GREEDY_DOMAINS):
-            proven = False
+            unsettled.append(bound)
             break  # out of time, with a plan in hand or after a few greedy tries
         tried_late += late
         sub = problem.restricted({n for n in problem.nodes if problem.key_value(n, scope.key) == value})
@@ -182,19 +202,21 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
             found: Counts | None = sub_hint
         elif late:
             # Past the deadline without any plan: greedy only (cheap) until one domain yields a plan.
-            proven, found = False, sub_hint
+            found = sub_hint
+            unsettled.append(bound)
         else:
             outcome, exact = _model(sub, sub_hint, bound, deadline=deadline, options=options)
-            models += 1
-            proven = proven and exact and outcome.state in ("optimal", "infeasible")
+            models += outcome.state != "skipped"
+            if not (exact and outcome.state in ("optimal", "infeasible")):
+                unsettled.append(bound)
             found = _better(sub, outcome.counts if outcome.state in ("optimal", "feasible") else None, sub_hint)
         if found is not None and (best is None or evaluate(problem, found) < best[0]):
             best = (evaluate(problem, found), found)
     if best is None:
-        if proven:
+        if not unsettled:
             return refused(explain_infeasible(problem))
         return _timed_out(problem, None, bounds, options, models=models)
-    # The lexicographic bound the search established: the best plan if nothing left could beat it, else the
-    # front of the queue. It is what placementScore measures against.
-    floor = best[0] if not queue or queue[0][0] >= best[0] else queue[0][0]
-    return _Plan(best[1], floor, optimal=proven and floor == best[0], models=models)
+    # The lexicographic bound the search established: the best plan, unless a domain still queued or one whose
+    # search was cut short could hold a better one. It is what placementScore measures against.
+    floor = min([best[0], *unsettled, *(queue[0][:1] if queue else [])])
+    return _Plan(best[1], floor, optimal=floor == best[0], models=models)

@@ -1,8 +1,8 @@
 """Hard: all pods of a ``required`` pack scope share one value of the scope's node-label key.
 
 One choice boolean per candidate domain of the key, at most one chosen (exactly one when the scope must place
-pods); a count may be positive only on a node of the chosen domain. Nodes lacking the label were already
-dropped from the scope's groups when the problem was resolved.
+pods and its gang is active, none when it is not); a count may be positive only on a node of the chosen domain.
+Nodes lacking the label were already dropped from the scope's groups when the problem was resolved.
 """
 
 from __future__ import annotations
@@ -26,5 +26,8 @@ def add_required_pack(mv: ModelVars) -> None:
             if value not in choice:
                 choice[value] = mv.model.new_bool_var(f"required[{scope.index}]={value}")
             mv.model.add(var <= problem.groups[g].cap[node] * choice[value])
-        must = sum(problem.groups[g].min for g in scope.groups) > 0
-        mv.model.add_linear_constraint(cp_model.LinearExpr.sum(list(choice.values())), 1 if must else 0, 1)
+        chosen = cp_model.LinearExpr.sum(list(choice.values()))
+        if sum(problem.groups[g].min for g in scope.groups) > 0:
+            mv.model.add(chosen == mv.active)
+        else:
+            mv.model.add(chosen <= mv.active)

@@ -7,19 +7,20 @@ a model only holds the indicators its constraints and objectives actually need.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from placement.problem import Problem
 
-__all__ = ["ModelVars", "Tier"]
+__all__ = ["ModelVars", "TierExpr"]
 
 
 @dataclass(frozen=True)
-class Tier:
-    """One objective tier: a linear expression to minimise and an upper bound on its value (for weighting)."""
+class TierExpr:
+    """One objective tier in a model: a linear expression to minimise and an upper bound on its value (for
+    weighting)."""
 
     name: str
     expr: cp_model.LinearExpr
@@ -28,17 +29,25 @@ class Tier:
 
 @dataclass
 class ModelVars:
+    """One gang's variables in a model. ``active`` is 1 for a gang that must be placed, or the literal that says
+    whether it is when a batch of gangs shares the model (constraints hold only for an active gang; an inactive
+    one places nothing)."""
+
     problem: Problem
     model: cp_model.CpModel
+    active: cp_model.LinearExprT = 1
     count: dict[tuple[int, str], cp_model.IntVar] = field(default_factory=dict)
     total: dict[int, cp_model.LinearExpr] = field(default_factory=dict)
     _node_used: dict[str, cp_model.IntVar] = field(default_factory=dict)
     _domain_used: dict[tuple[str, str], cp_model.IntVar] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, problem: Problem) -> ModelVars:
-        model = cp_model.CpModel()
-        found = cls(problem, model)
+    def build(
+        cls, problem: Problem, model: cp_model.CpModel | None = None, active: cp_model.IntVar | None = None
+    ) -> ModelVars:
+        """The count variables of ``problem``'s gang, in a new model or in ``model`` (shared by a batch)."""
+        found = cls(problem, model if model is not None else cp_model.CpModel(), 1 if active is None else active)
+        model = found.model
         for group in problem.groups:
             for node, cap in sorted(group.cap.items()):
                 found.count[(group.index, node)] = model.new_int_var(0, cap, f"x[{group.name},{node}]")
@@ -71,6 +80,20 @@ class ModelVars:
         if cache is not None:
             self._domain_used[cache] = flag
         return flag
+
+    def hint(self, counts: Mapping[tuple[int, str], int]) -> None:
+        """Seed the search with a plan: its counts, and the usage indicators built so far at the values the plan
+        gives them (left to the solver, they would start at whatever it completes them with, often 1, and the
+        first solution would be far worse than the plan)."""
+        used = {node for (_, node), pods in counts.items() if pods > 0}
+        for key, var in self.count.items():
+            self.model.add_hint(var, counts.get(key, 0))
+        for node, flag in self._node_used.items():
+            self.model.add_hint(flag, int(node in used))
+        levels = {level for level, _ in self._domain_used}
+        touched = {(level, self.problem.domain(n, level)) for n in used for level in levels}
+        for domain, flag in self._domain_used.items():
+            self.model.add_hint(flag, int(domain in touched))
 
     def by_domain(self, level: str) -> dict[str, list[str]]:
         """The model's nodes grouped by their domain at ``level``."""

@@ -11,7 +11,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from placement.bounds import fewest_to_cover
+from placement.grouping import fewest_to_cover
 from placement.problem import Problem
 
 __all__ = ["choose_domains"]

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import Ints
-from placement.bounds import fewest_to_cover
 from placement.greedy.domain_choice import choose_domains
 from placement.greedy.ledger import Ledger
+from placement.grouping import fewest_to_cover
 from placement.objective import evaluate
 from placement.problem import Problem, Scope
 

@@ -2,9 +2,10 @@
 
 Gangs are planned in arrival order (``metadata.creationTimestamp``, then name), each on the capacity the
 earlier ones left: a placed gang's pods are reserved before the next is solved, as the extender's coordinator
-reserves them. Members already bound are facts, not plans: they hold capacity already and count towards
-their group's ``minReplicas``. A gang that cannot be turned into a request (a missing pod, pods of one group
-that differ) is reported ``Invalid`` with the reason, and the rest are still planned.
+reserves them. The request is the one translator's (``scheduler.gang_request``): members already bound are
+facts, not plans (they hold capacity already, count towards their group's ``minReplicas`` and hold a required
+domain). A gang that cannot be turned into a request (a missing or gated guaranteed pod, a group config naming
+an unknown group) is reported ``Invalid`` with the reason, and the rest are still planned.
 
 JSON shape: ``{"gangs": [{"namespace", "name", "status", "placement": {"ns/pod": "node"}, "placementScore",
 "reason", "solveSeconds"}]}``. Bad input (snapshot, levels file) prints one line to stderr and exits 2.
@@ -17,7 +18,6 @@ import json
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,7 +72,7 @@ def plan_snapshot(snapshot: Snapshot, view: ClusterView, options: SolveOptions) 
     entries: list[dict[str, Any]] = []
     for gang in sorted(_pending(snapshot, pods), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key)):
         try:
-            request = _unbound_part(gang_request(gang, pods, snapshot.nodes), pods)
+            request = gang_request(gang, pods, snapshot.nodes)
         except GangRequestError as err:
             result = Result(status=Status.INVALID, reason=str(err))
         else:
@@ -101,16 +101,6 @@ def _pending(snapshot: Snapshot, pods: Mapping[str, Pod]) -> list[PodGang]:
         if any(ref not in pods or (not pods[ref].spec.nodeName and not pods[ref].terminal) for ref in refs):
             found.append(gang)
     return found
-
-
-def _unbound_part(request: GangRequest, pods: Mapping[str, Pod]) -> GangRequest:
-    """Only the members still to place; bound ones already count towards their group's minimum."""
-    groups = []
-    for group in request.groups:
-        waiting = tuple(p for p in group.pods if not pods[p].spec.nodeName)
-        bound = len(group.pods) - len(waiting)
-        groups.append(replace(group, pods=waiting, min_replicas=max(0, group.min_replicas - bound)))
-    return replace(request, groups=tuple(groups))
 
 
 def _reserve(view: ClusterView, request: GangRequest, result: Result) -> ClusterView:

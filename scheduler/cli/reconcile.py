@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.documents import UnreadableText, parse_stream
 from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
 from scheduler.reconcile.limits import Limits
@@ -76,16 +77,13 @@ def _load(path: Path) -> list[dict[str, Any]]:
     try:
         if path.stat().st_size > _MAX_FILE_BYTES:
             raise DryRunRejected(f"{path}: larger than {_MAX_FILE_BYTES // 2**20} MiB; not a PodCliqueSet file")
-        text = path.read_bytes().decode("utf-8")
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        documents = parse_stream(path.read_bytes().decode("utf-8"))
     except OSError as err:
         raise DryRunRejected(f"{path}: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise DryRunRejected(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except yaml.YAMLError as err:
-        raise DryRunRejected(f"{path}: not valid YAML or JSON: {' '.join(str(err).split())}") from None
-    except RecursionError:  # PyYAML composes recursively: [[[[…]]]] thousands deep
-        raise DryRunRejected(f"{path}: nested too deeply to be a Kubernetes object") from None
+    except UnreadableText as err:
+        raise DryRunRejected(f"{path}: {err}") from None
     objects: list[dict[str, Any]] = []
     for number, doc in enumerate(documents):
         where = f"{path}: document {number}" if len(documents) > 1 else str(path)

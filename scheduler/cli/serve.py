@@ -105,6 +105,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
     )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=CoordinatorConfig.batch_size,
+        metavar="K",
+        help="gangs waiting for a first placement planned together in one model, the first K by priority then age; "
+        "1 plans one gang at a time (default: %(default)s)",
+    )
     parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
     parser.add_argument(
         "--scheduler-name",
@@ -124,8 +132,9 @@ def run_serve(args: argparse.Namespace) -> int:
         bind_wait_seconds=args.bind_wait,
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
+        batch_size=args.batch_size,
     )
-    problem = listener_problem(args)
+    problem = listener_problem(args) or ("--batch-size must be at least 1" if args.batch_size < 1 else None)
     if problem:
         print(f"grove-extender serve: {problem}", file=sys.stderr)
         return 2

@@ -1,12 +1,13 @@
 """The gang coordinator: the gang lifecycle of DESIGN.md behind ``api.service.Extender``.
 
-Owns: every gang's lifecycle state and the reservation book (``gang_table``, the only writer; ``gang_state`` for
-its records and views), what filter and bind answer (``decisions``, pure), gang membership (``members``), planning
-(``planning`` around the translation in ``planner``), ready members and the release that binds them
-(``binding``, ``waiters``, ``release``), reservation lifetimes (``gathering``), store events (``events``), PodGang
-status (``status``, ``reporting``), the preemption guard, metrics, and the background worker. Does not own:
-cluster state (``scheduler.state``), the solver (``placement``), HTTP (``api.app``) or the Kubernetes client
-(``scheduler.kube``, behind ``ClusterWriter``).
+Owns: every gang's lifecycle state and the reservation book (``gang_table``, the only writer; ``gang_state`` for its
+records and views), what filter and bind answer (``decisions``, pure), gang membership (``members``), planning
+(``planning`` one gang at a time, ``head`` the head of the waiting queue together, both around ``planner``: free
+capacity, the request from the one translator ``scheduler.gang_request``, the solve), ready members and the release
+that binds them (``binding``, ``waiters``, ``release``), reservation lifetimes (``gathering``), store events
+(``events``), PodGang status (``status``, ``reporting``), the preemption guard, metrics, and the background worker.
+Does not own: cluster state (``scheduler.state``), the solver (``placement``), HTTP (``api.app``) or the Kubernetes
+client (``scheduler.kube``, behind ``ClusterWriter``).
 """
 
 from scheduler.coordinator.background import BackgroundWorker

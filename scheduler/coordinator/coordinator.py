@@ -77,6 +77,9 @@ class CoordinatorConfig:
     # How long a node kube-scheduler's own filters refused stays out of a group's plans.
     exclusion_seconds: float = 60.0
     solve: SolveOptions = field(default_factory=SolveOptions)
+    # Gangs waiting for a first placement planned together, the first K by priority then age (``head``); 1 plans
+    # one gang at a time.
+    batch_size: int = 16
 
 
 class Coordinator:
@@ -119,6 +122,7 @@ class Coordinator:
             metrics=self.metrics,
             clock=clock,
             topologies=TopologyCache(levels),
+            batch_size=self.config.batch_size,
         )
         self.waiters = BindWaiters(timer=timer)
         self.releaser = Releaser(

@@ -102,6 +102,17 @@ class GangTable:
                 held={pod: dict(r.demand) for pod, r in self._book.of_gang(ref.key).items()},
             )
 
+    def unstarted(self, gangs: Sequence[str]) -> list[str]:
+        """Of ``gangs``, those waiting for a first placement: no record, or nothing planned, ready or bound and no
+        decision that still holds. A batch plans these together (the ones under way keep their own plans)."""
+        with self._lock:
+            return [
+                key
+                for key in gangs
+                if (g := self._gangs.get(key)) is None
+                or (not g.plan and not g.ready and not g.bound and not self._fresh(g))
+            ]
+
     def summary(self, gang: str) -> GangSummary | None:
         with self._lock:
             g = self._gangs.get(gang)

@@ -61,19 +61,6 @@ class GangMembers:
     podgang: PodGang | None
     groups: tuple[GroupMembers, ...]
 
-    def not_ready_reason(self) -> str | None:
-        """Why the gang cannot be planned yet (guaranteed pods missing or gated), or None when it can."""
-        for group in self.groups:
-            usable = len(group.bound()) + len(group.pending())
-            if usable < group.min_replicas:
-                gated = sum(1 for pod in group.pods if pod.gated)
-                return (
-                    f"PodGang {self.ref.namespace}/{self.ref.name}: group {group.name} has {usable} of "
-                    f"{group.min_replicas} guaranteed pods ready to schedule ({len(group.missing)} not created yet, "
-                    f"{gated} still gated); waiting for the rest"
-                )
-        return None
-
 
 def gang_members(store: ClusterStore, ref: GangRef) -> GangMembers | str:
     """The gang's current members, or a reason it cannot be resolved (a PodGang that does not exist yet)."""

@@ -2,26 +2,26 @@
 
 This is the one place the solver is called, and every input is explicit: the members bound (facts), the members
 ready on their node and those whose planned node is kept (placed as far as this plan is concerned), the nodes
-kube-scheduler refused per group, and other gangs' reservations. Placed members are left out of the request,
-their capacity is taken, they count toward ``minReplicas``, and a ``required`` pack scope they belong to is held
-to their domain. Every other pending member is planned.
+kube-scheduler refused per group, and other gangs' reservations. This module works out the free capacity (placed
+members' capacity is taken); the request itself comes from the one translator, ``scheduler.gang_request``, which
+``plan`` and the benchmarks use too: placed members are left out of it, count toward ``minReplicas`` and hold a
+``required`` pack scope they belong to to their domain, and every other pending member is planned.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from api.grove import PodGangTopologyConstraint
-from api.kube import Node, ResourceVector
-from placement.request import ClusterView, GangRequest, GroupRequest, PackScope, Result, SolveOptions, Status
-from scheduler.coordinator.members import GangMembers, GroupMembers
+from api.kube import ResourceVector
+from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.coordinator.members import SOLO_GROUP, GangMembers
 from scheduler.coordinator.topology_cache import TopologyCache
-from scheduler.eligibility import eligible_nodes
+from scheduler.gang_request import GangNotReady, gang_request, single_pod_request
 from scheduler.state.store import ClusterStore
 
-__all__ = ["PlanOutcome", "Solver", "plan_gang"]
+__all__ = ["PlanOutcome", "Solver", "Translated", "free_capacity", "plan_gang", "translate"]
 
 Solver = Callable[[GangRequest, ClusterView, SolveOptions], Result]
 
@@ -55,69 +55,17 @@ def plan_gang(
     their node; ``excluded`` a group to the nodes kube-scheduler's own filters refused for it; ``reserved`` the
     capacity other gangs hold per node. With ``only``, just that pod is planned, as one required pod (a
     best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``.
+    Raises ``GangRequestError`` (``GangNotReady`` while guaranteed members are missing or gated) as the translator
+    does.
     """
-    nodes = {node.name: node for node in store.nodes()}
-    topology = topologies.get(store)
     placed = {**kept, **ready}
-    # Taken = bound pods (the store keeps the sum per node) + other gangs' reservations + our placed members
-    # + members we bound that the store does not show bound yet.
-    taken = store.used_by_node()
-    for node_name, units in reserved.items():
-        _add(taken.setdefault(node_name, {}), units)
-    demands: dict[str, ResourceVector] = {}
-    pod_groups: dict[str, str] = {}
-    for group in members.groups:
-        for pod in group.pods:
-            pod_groups[pod.key] = group.name
-            node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
-            if node:
-                _add(taken.setdefault(node, {}), store.requests_of(pod))
-    free = _free(store.allocatable_by_node(), taken)
-    requests: list[GroupRequest] = []
-    for group in members.groups:
-        pending = [
-            pod for pod in group.pending() if pod.key not in placed and pod.key not in bound and only in (None, pod.key)
-        ]
-        if not pending:
-            continue
-        for pod in pending:
-            demands[pod.key] = store.requests_of(pod)
-        done = sum(1 for pod in group.pods if pod.key in placed or pod.key in bound)
-        passing = eligible_nodes(pending[0], nodes.values())
-        eligible = (frozenset(nodes) if passing is None else passing) - excluded.get(group.name, frozenset())
-        requests.append(
-            GroupRequest(
-                name=group.name,
-                pods=tuple(pod.key for pod in pending),
-                demand=_peak(demands[pod.key] for pod in pending),
-                min_replicas=1 if only else max(0, group.min_replicas - done),
-                eligible=frozenset(eligible),
-            )
-        )
-    minimums = {group.name: group.min_replicas for group in members.groups}
-    if not requests:
+    free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
+    gang = translate(members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only)
+    request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
+    if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
-    scopes = _packs(members)
-    requests = _hold_to_placed_domains(
-        requests, scopes=scopes, members=members, placed={**bound, **placed}, nodes=nodes
-    )
-    planned = {request.name for request in requests}
-    packs = tuple(
-        PackScope(
-            groups=tuple(g for g in scope.groups if g in planned), required=scope.required, preferred=scope.preferred
-        )
-        for scope in scopes
-        if any(g in planned for g in scope.groups)
-    )
-    request = GangRequest(
-        namespace=members.ref.namespace,
-        name=members.ref.name,
-        groups=tuple(requests),
-        packs=packs,
-        priority=_priority(members),
-    )
     started = time.perf_counter()
-    result = solver(request, ClusterView(topology=topology, free=free), options)
+    result = solver(request, ClusterView(topology=topologies.get(store), free=free), options)
     if not result.solve_seconds:
         result = Result(
             status=result.status,
@@ -129,6 +77,72 @@ def plan_gang(
             reason=result.reason,
         )
     return PlanOutcome(result, demands, pod_groups, minimums)
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A gang's request as the one translator gives it, with what a commit of its plan records."""
+
+    request: GangRequest
+    demands: Mapping[str, ResourceVector]  # pod → requests, for the pods the request plans
+    groups: Mapping[str, str]  # pod → group, every member
+    min_replicas: Mapping[str, int]  # group → minReplicas
+
+
+def translate(
+    *,
+    members: GangMembers,
+    facts: Mapping[str, str],
+    excluded: Mapping[str, frozenset[str]],
+    store: ClusterStore,
+    only: str | None = None,
+) -> Translated:
+    """The request for what is left of the gang, through the one translator (``scheduler.gang_request``).
+    ``facts``: members bound or placed, to their node. Raises ``GangRequestError`` for a PodGang that cannot be
+    planned as it stands, ``GangNotReady`` while guaranteed members are missing or gated."""
+    nodes = store.nodes()
+    pods = {pod.key: pod for group in members.groups for pod in group.pods}
+    if members.podgang is None:
+        (solo,) = members.groups[0].pods or (None,)
+        if solo is None:
+            raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
+        request = single_pod_request(
+            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
+        )
+    else:
+        request = gang_request(
+            members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only, requests=store.requests_of
+        )
+    return Translated(
+        request,
+        demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},
+        groups={pod.key: group.name for group in members.groups for pod in group.pods},
+        min_replicas={group.name: group.min_replicas for group in members.groups},
+    )
+
+
+def free_capacity(
+    *,
+    store: ClusterStore,
+    reserved: Mapping[str, Mapping[str, int]],
+    members: GangMembers | None = None,
+    placed: Mapping[str, str] | None = None,
+    bound: Mapping[str, str] | None = None,
+) -> dict[str, ResourceVector]:
+    """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
+    gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
+    bound yet (``bound``)."""
+    taken = store.used_by_node()
+    for node_name, units in reserved.items():
+        _add(taken.setdefault(node_name, {}), units)
+    placed = placed or {}
+    bound = bound or {}
+    for group in members.groups if members is not None else ():
+        for pod in group.pods:
+            node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
+            if node:
+                _add(taken.setdefault(node, {}), store.requests_of(pod))
+    return _free(store.allocatable_by_node(), taken)
 
 
 def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
@@ -144,94 +158,3 @@ def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[st
 def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:
     for name, units in amount.items():
         vector[name] = vector.get(name, 0) + units
-
-
-def _peak(vectors: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    # Pods of a group share a template; the per-resource maximum is safe if a hand-made one differs.
-    peak: dict[str, int] = {}
-    for vector in vectors:
-        for name, units in vector.items():
-            peak[name] = max(peak.get(name, 0), units)
-    return peak
-
-
-def _priority(members: GangMembers) -> int:
-    for group in members.groups:
-        for pod in group.pods:
-            if pod.spec.priority is not None:
-                return pod.spec.priority
-    return 0
-
-
-def _packs(members: GangMembers) -> list[PackScope]:
-    """Every pack scope of the PodGang, over all its groups (planned or not)."""
-    podgang = members.podgang
-    if podgang is None:
-        return []
-    scopes: list[PackScope] = []
-
-    def add(groups: list[str], constraint: PodGangTopologyConstraint) -> None:
-        pack = constraint.packConstraint
-        if pack is None or not groups or not (pack.required or pack.preferred):
-            return
-        scopes.append(PackScope(groups=tuple(groups), required=pack.required, preferred=pack.preferred))
-
-    spec = podgang.spec
-    every = [group.name for group in spec.podgroups]
-    if spec.topologyConstraint is not None:
-        add(every, spec.topologyConstraint)
-    for config in spec.topologyConstraintGroupConfigs:
-        if config.topologyConstraint is not None:
-            add(list(config.podGroupNames), config.topologyConstraint)
-    for group in spec.podgroups:
-        if group.topologyConstraint is not None:
-            add([group.name], group.topologyConstraint)
-    return scopes
-
-
-def _hold_to_placed_domains(
-    requests: list[GroupRequest],
-    *,
-    scopes: list[PackScope],
-    members: GangMembers,
-    placed: Mapping[str, str],
-    nodes: Mapping[str, Node],
-) -> list[GroupRequest]:
-    """A ``required`` scope with members already placed must stay in their domain: narrow eligibility to it."""
-    by_name: dict[str, GroupMembers] = {group.name: group for group in members.groups}
-    allowed: dict[str, set[str]] = {}
-    for scope in scopes:
-        if scope.required is None:
-            continue
-        placed_nodes = {
-            placed.get(pod.key) or pod.spec.nodeName
-            for name in scope.groups
-            if name in by_name
-            for pod in by_name[name].pods
-            if pod.key in placed or (pod.spec.nodeName and not pod.terminal)
-        }
-        values = {_label(nodes.get(node), scope.required) for node in placed_nodes}
-        if len(values) != 1:
-            continue
-        value = values.pop()
-        domain = {name for name, node in nodes.items() if node.metadata.labels.get(scope.required) == value}
-        for name in scope.groups:
-            allowed[name] = allowed.get(name, domain) & domain
-    if not allowed:
-        return requests
-    return [
-        GroupRequest(
-            name=request.name,
-            pods=request.pods,
-            demand=request.demand,
-            min_replicas=request.min_replicas,
-            eligible=(request.eligible or frozenset(nodes)) & frozenset(allowed[request.name]),
-        )
-        if request.name in allowed
-        else request
-        for request in requests
-    ]
-
-
-def _label(node: Node | None, key: str) -> str | None:
-    return node.metadata.labels.get(key) if node is not None else None

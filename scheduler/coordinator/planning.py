@@ -1,5 +1,8 @@
 """Turning a gang into a plan: read the table's basis, resolve members from the store, solve, commit a transition.
 
+A gang waiting for its first placement beside others is planned with them, the head of the queue in one model
+(``head``, ``serve --batch-size``); what follows is the one-gang planning every other plan uses.
+
 Plans run one at a time (in worker threads, or inline where the caller says so): each reads the reservations the
 previous one committed, which is what keeps two gangs off the same GPUs. A re-plan disturbs as little as it can:
 first it keeps every member's planned node and places only the members without one, then it keeps only the ready
@@ -16,10 +19,12 @@ from dataclasses import dataclass
 from placement.request import Result, SolveOptions, Status
 from scheduler.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.coordinator.gang_table import GangTable
+from scheduler.coordinator.head import HeadPlanner
 from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import PlanOutcome, Solver, plan_gang
 from scheduler.coordinator.topology_cache import TopologyCache
+from scheduler.gang_request import GangNotReady, GangRequestError
 from scheduler.state.store import ClusterStore
 
 __all__ = ["Planner"]
@@ -51,6 +56,7 @@ class Planner:
         metrics: CoordinatorMetrics,
         clock: Callable[[], float],
         topologies: TopologyCache,
+        batch_size: int = 1,
     ) -> None:
         self._store = store
         self._table = table
@@ -60,6 +66,16 @@ class Planner:
         self._metrics = metrics
         self._clock = clock
         self._topologies = topologies
+        self._head = HeadPlanner(
+            store=store,
+            table=table,
+            options=options,
+            size=batch_size,
+            window=window,
+            metrics=metrics,
+            clock=clock,
+            topologies=topologies,
+        )
         self._serial = threading.Lock()
         self._busy: dict[str, int] = {}
         self._busy_lock = threading.Lock()
@@ -94,14 +110,19 @@ class Planner:
                 self._table.waiting(ref, reason=members, basis=basis, transient=True)
                 self._metrics.plans.labels("waiting").inc()
                 return members
-            waiting = members.not_ready_reason()
-            if waiting is not None:
-                self._table.waiting(ref, reason=waiting, basis=basis)
-                self._metrics.plans.labels("waiting").inc()
-                return waiting
+            queue = self._head.waiting_with(ref)
+            if queue:  # waiting beside others for a first placement: the head of the queue is planned together
+                return self._head.plan(ref, queue)
             facts = _facts(members, basis)
             only = for_pod if for_pod in facts.pending and _stands(members, facts.bound) else None
-            placement = self._solve(members, facts, basis, only=only)
+            try:
+                placement = self._solve(members, facts, basis, only=only)
+            except GangNotReady as err:
+                self._table.waiting(ref, reason=str(err), basis=basis)
+                self._metrics.plans.labels("waiting").inc()
+                return str(err)
+            except GangRequestError as err:  # the PodGang cannot be planned as it stands: refused until it changes
+                placement = (Status.INVALID, str(err))
             if not isinstance(placement, _Placement):
                 status, reason = placement
                 if only is None:

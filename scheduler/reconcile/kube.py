@@ -70,7 +70,9 @@ class KubeApi:
         self._timeout = timeout
         self._changes: queue.Queue[ObjectKey] = queue.Queue()
         self._streams: set[Any] = set()  # open watch responses, closed on stop to unblock their readers
-        self._streams_lock = threading.Lock()
+        # Re-entrant: initc's SIGTERM handler calls close_streams on the main thread, which may hold it in _watch.
+        self._streams_lock = threading.RLock()
+        self._closed = False  # set by close_streams: a watch opened afterwards ends at once
 
     # --- requests ------------------------------------------------------------------------------------------
 
@@ -263,8 +265,10 @@ class KubeApi:
         return self._watch("Pod", selector, version, namespace=namespace)
 
     def close_streams(self) -> None:
-        """Unblock every open watch (it ends with an error its reader handles)."""
+        """Unblock every open watch (it ends with an error its reader handles) and end at once any watch opened
+        from now on: a stop that lands while a watch is being set up would otherwise wait for its timeout."""
         with self._streams_lock:
+            self._closed = True
             streams = list(self._streams)
         for response in streams:
             shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
@@ -287,7 +291,13 @@ class KubeApi:
             query["labelSelector"] = selector
         response = self._send("GET", _path(kind, namespace or self._namespace), query=query, stream=True)
         with self._streams_lock:
-            self._streams.add(response)
+            closed = self._closed
+            if not closed:
+                self._streams.add(response)
+        if closed:
+            with contextlib.suppress(Exception):
+                response.close()
+            return
         try:
             buffer = b""
             # amt=None: yield each chunk of the chunked response as it arrives, not once 4 KiB have piled up.

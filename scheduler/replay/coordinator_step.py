@@ -60,7 +60,10 @@ class CoordinatorStep:
             store=self.store,
             writer=self.writer,
             solver=solve,
-            config=CoordinatorConfig(solve=options),
+            # One gang at a time: the engine asks about one gang per decision and a simulated day passes between
+            # decisions, so the reservations a batch made for the others would expire before their turn. Queue-aware
+            # planning is replayed by ``cpsat-batch`` (``batch_step``), which hands the whole queue over at once.
+            config=CoordinatorConfig(solve=options, batch_size=1),
             clock=lambda: self._now,
             # Every member reaches bind within this one pass, so no call needs to wait for the rest: the ready
             # members are bound by the call that completes the gang.

@@ -3,9 +3,9 @@ where. The engine owns time and capacity; the step owns placement."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from placement.request import GangRequest
 
@@ -24,6 +24,7 @@ class Decision:
     reason: str = ""
 
 
+@runtime_checkable
 class DecisionStep(Protocol):
     """How one policy places gangs during a replay.
 
@@ -40,5 +41,29 @@ class DecisionStep(Protocol):
     def arrived(self, gang: ReplayGang) -> None: ...
 
     def decide(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision: ...
+
+    def completed(self, gang: ReplayGang) -> None: ...
+
+
+@runtime_checkable
+class BatchDecisionStep(Protocol):
+    """A policy that plans several waiting gangs together (queue-aware planning); always all-or-nothing.
+
+    The engine calls ``arrived`` and ``completed`` as for :class:`DecisionStep`, and instead of ``decide`` per
+    gang, ``decide_batch`` with the gangs it would try now (in arrival order, each with only its still-unbound
+    pods) and the free capacity; the answer maps gang keys to decisions, for the gangs the step starts. The
+    engine checks every bind against capacity, as for single decisions.
+    """
+
+    all_or_nothing: bool
+
+    def arrived(self, gang: ReplayGang) -> None: ...
+
+    def decide_batch(
+        self, gangs: Sequence[tuple[ReplayGang, GangRequest]], free: Free
+    ) -> tuple[Mapping[str, Decision], Sequence[str]]:
+        """Decisions for the gangs that start, and the keys of every gang the step considered (the rest are
+        left for another call)."""
+        ...
 
     def completed(self, gang: ReplayGang) -> None: ...

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from placement.request import GangRequest
-from scheduler.replay.decision import DecisionStep
+from scheduler.replay.decision import BatchDecisionStep, Decision, DecisionStep
 from scheduler.replay.ledger import GPU, Ledger
 from scheduler.replay.workload import ReplayGang, Workload
 
@@ -87,7 +87,7 @@ class _Replay:
         self,
         *,
         workload: Workload,
-        step: DecisionStep,
+        step: DecisionStep | BatchDecisionStep,
         horizon: float,
         fragmentation: Fragmentation | None,
         probe: Probe | None,
@@ -173,10 +173,39 @@ class _Replay:
         remaining = run.remaining()
         if not self._may_fit(remaining):
             return
+        step = self.step
+        assert isinstance(step, DecisionStep)
         free = self.ledger.free()
         began = time.perf_counter()
-        decision = self.step.decide(run.gang, remaining, free)
+        decision = step.decide(run.gang, remaining, free)
         self.outcome.decision_seconds.append(time.perf_counter() - began)
+        self._apply(index, decision, free)
+
+    def try_place_batch(self, indices: list[int]) -> None:
+        """Batch steps: the gangs that may fit, in arrival order, handed over together; whatever the step did not
+        consider (beyond its head of the queue) goes in the next call, until every candidate was considered."""
+        step = self.step
+        assert isinstance(step, BatchDecisionStep)
+        candidates = [i for i in indices if i in self.waiting and self._may_fit(self.runs[i].remaining())]
+        while candidates:
+            free = self.ledger.free()
+            gangs = [(self.runs[i].gang, self.runs[i].remaining()) for i in candidates]
+            began = time.perf_counter()
+            decisions, considered = step.decide_batch(gangs, free)
+            self.outcome.decision_seconds.append(time.perf_counter() - began)
+            for i in candidates:
+                decision = decisions.get(self.runs[i].gang.key)
+                if decision is not None:
+                    self._apply(i, decision, free)
+            seen = set(considered)
+            rest = [i for i in candidates if self.runs[i].gang.key not in seen and i in self.waiting]
+            if len(rest) == len(candidates):
+                break  # the step considered none of them: asking again would not change anything
+            candidates = [i for i in rest if self._may_fit(self.runs[i].remaining())]
+
+    def _apply(self, index: int, decision: Decision, free: Mapping[str, Mapping[str, int]]) -> None:
+        """Book a decision's binds (checked by the ledger); the gang starts once every guarantee is met."""
+        run = self.runs[index]
         run.decisions += 1
         if decision.bind and not run.bound and self.probe is not None:
             run.probe = self.probe(run.gang.request, free)
@@ -207,9 +236,13 @@ class _Replay:
                     self.waiting.append(index)
                     self.step.arrived(self.runs[index].gang)
                     arrived.append(index)
-            for index in list(self.waiting) if freed else arrived:
-                if index in self.waiting:
-                    self.try_place(index)
+            tried = list(self.waiting) if freed else arrived
+            if isinstance(self.step, BatchDecisionStep):
+                self.try_place_batch(tried)
+            else:
+                for index in tried:
+                    if index in self.waiting:
+                        self.try_place(index)
             self.ledger.check()
             if self.fragmentation is not None:
                 pending = [self.runs[i].remaining() for i in self.waiting]
@@ -226,7 +259,7 @@ class _Replay:
 
 def replay(
     workload: Workload,
-    step: DecisionStep,
+    step: DecisionStep | BatchDecisionStep,
     *,
     horizon: float | None = None,
     fragmentation: Fragmentation | None = None,

@@ -23,7 +23,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A table cell: small numbers to 3 significant digits, larger ones with thousands separators."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -34,7 +35,7 @@ def _cell(value: Any) -> str:
 def markdown_table(snapshot: str, policies: Mapping[str, Mapping[str, Any]]) -> str:
     header = "| policy | " + " | ".join(title for _, title in COLUMNS) + " |"
     rule = "|---|" + "---:|" * len(COLUMNS)
-    rows = [f"| {name} | " + " | ".join(_cell(m.get(key)) for key, _ in COLUMNS) + " |" for name, m in policies.items()]
+    rows = [f"| {name} | " + " | ".join(cell(m.get(key)) for key, _ in COLUMNS) + " |" for name, m in policies.items()]
     first = next(iter(policies.values()), {})
     window = first.get("horizonSeconds", 0) / 3600
     facts = f"{first.get('capacityGpus', 0)} GPUs, {first.get('gangsArrived', 0)} gangs, window {window:.2f} h"

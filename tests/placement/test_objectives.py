@@ -96,7 +96,8 @@ def test_taints_and_selectors_reach_the_solver_as_eligible_sets() -> None:
     ],
 )
 def test_placement_score_formula(values: tuple[int, ...], bounds: tuple[int, ...], expected: float) -> None:
-    assert placement_score(values, bounds) == pytest.approx(expected)
+    quality = (True,) * (len(values) - 1) + (False,)  # every tier but extras-missing
+    assert placement_score(values, bounds, quality) == pytest.approx(expected)
 
 
 def test_zone_pack_uses_labels_not_names() -> None:

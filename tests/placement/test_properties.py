@@ -1,9 +1,11 @@
 """Property tests: on small random clusters and gangs, cpsat agrees with a brute-force oracle.
 
+- the objective the policies share (``placement.objective.evaluate``, composed from the tier modules) agrees with
+  the oracle's own evaluator on every feasible plan, and the tier bounds never exceed the optimum;
 - cpsat places the gang if and only if some feasible plan exists;
 - its plan never breaks capacity, eligibility, required packs or minReplicas (checked by the validator);
-- its plan for the guaranteed pods is as good as the oracle's best under the independent scorer
-  (``placement.objective.evaluate``), and best-effort extras are then added until none more fits;
+- its plan for the guaranteed pods is as good as the oracle's best under the oracle's evaluator, and best-effort
+  extras are then added until none more fits;
 - every baseline's result is sound for what it promises, and no greedy plan beats the oracle.
 """
 
@@ -15,13 +17,23 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement import POLICIES, ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
+from placement import (
+    POLICIES,
+    ClusterView,
+    GangRequest,
+    GroupRequest,
+    PackScope,
+    SolveOptions,
+    Status,
+    WorkloadShape,
+    solve,
+)
 from placement.bounds import gang_bounds
 from placement.cpsat.solver import solve_model
-from placement.objective import counts_of, evaluate
+from placement.objective import assignment_of, counts_of, evaluate
 from placement.problem import prepare
 from placement.validation import violations
-from tests.placement.oracle import all_plans, feasible, to_assignment
+from tests.placement.oracle import all_plans, feasible, plan_of, tiers, to_assignment
 from topology import HostSpec, Topology
 
 ZONE = "topology.kubernetes.io/zone"
@@ -48,7 +60,12 @@ def clusters(draw: st.DrawFn) -> ClusterView:
         cpus = draw(st.sampled_from([2000, 4000]))
         hosts.append(HostSpec(name, labels, {GPU: gpus, "cpu": cpus}))
         free[name] = {GPU: draw(st.integers(0, gpus)), "cpu": draw(st.sampled_from([cpus, cpus // 2, 0]))}
-    return ClusterView(Topology(hosts), free)
+    topology = Topology(hosts)
+    # Half the clusters carry recent gang shapes, which adds the future-fit tier.
+    levels = st.sampled_from([level.name for level in topology.levels])
+    shape = st.builds(WorkloadShape, levels, st.sampled_from([1, 2, 4]), st.integers(1, 8), st.integers(1, 3))
+    shapes = draw(st.none() | st.lists(shape, min_size=1, max_size=2))
+    return ClusterView(topology, free, tuple(shapes or ()))
 
 
 @st.composite
@@ -86,9 +103,13 @@ def cases(draw: st.DrawFn) -> tuple[GangRequest, ClusterView]:
 
 
 def oracle_scores(request: GangRequest, view: ClusterView) -> list[tuple[int, ...]]:
-    """The independent scorer's tiers for every feasible plan the oracle enumerates."""
-    problem = prepare(request, view)
-    return [evaluate(problem, counts_of(problem, to_assignment(request, p))) for p in all_plans(request, view)]
+    """The oracle's own evaluation of every feasible plan it enumerates."""
+    return [tiers(request, view, plan) for plan in all_plans(request, view)]
+
+
+def judged(request: GangRequest, view: ClusterView, assignment: dict[str, str]) -> tuple[int, ...]:
+    """A solver's plan, evaluated by the oracle."""
+    return tiers(request, view, plan_of(request, assignment))
 
 
 def guaranteed_only(request: GangRequest) -> GangRequest:
@@ -115,18 +136,19 @@ def extra_fits_somewhere(request: GangRequest, view: ClusterView, assignment: di
             trial = {**assignment, "probe": node}
             probe = replace(group, pods=(*group.pods, "probe"))
             grown = replace(request, groups=tuple(probe if g is group else g for g in request.groups))
-            if feasible(grown, view, _plan_of(grown, trial)):
+            if feasible(grown, view, plan_of(grown, trial)):
                 return f"{group.name} on {node}"
     return None
 
 
-def _plan_of(request: GangRequest, assignment: dict[str, str]) -> dict[str, dict[str, int]]:
-    plan: dict[str, dict[str, int]] = {g.name: {} for g in request.groups}
-    for group in request.groups:
-        for pod in group.pods:
-            if pod in assignment:
-                plan[group.name][assignment[pod]] = plan[group.name].get(assignment[pod], 0) + 1
-    return plan
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_the_shared_objective_agrees_with_the_oracles_evaluator(case: tuple[GangRequest, ClusterView]) -> None:
+    request, view = case
+    problem = prepare(request, view)
+    for plan in all_plans(request, view):
+        counts = counts_of(problem, to_assignment(request, plan))
+        assert evaluate(problem, counts) == tiers(request, view, plan), plan
 
 
 @settings(max_examples=60, deadline=None)
@@ -148,7 +170,7 @@ def test_cpsat_matches_the_oracle(case: tuple[GangRequest, ClusterView]) -> None
     assert result.status == Status.PLACED, (result.reason, min(scores))
     assert violations(request, view, result) == []
     assert result.objective_parts["optimal"] == 1
-    assert evaluate(problem, counts_of(problem, result.assignment)) == min(scores)
+    assert judged(request, view, dict(result.assignment)) == min(scores)
     with_extras = solve(full, view, SolveOptions(time_limit_seconds=5))
     assert with_extras.status == Status.PLACED
     assert violations(full, view, with_extras) == []
@@ -159,7 +181,6 @@ def test_cpsat_matches_the_oracle(case: tuple[GangRequest, ClusterView]) -> None
 @given(cases())
 def test_baselines_are_sound_and_never_beat_the_oracle(case: tuple[GangRequest, ClusterView]) -> None:
     request, view = case
-    problem = prepare(request, view)
     scores = oracle_scores(request, view)
     for policy in POLICIES:
         result = solve(request, view, SolveOptions(policy=policy, time_limit_seconds=5))
@@ -167,8 +188,9 @@ def test_baselines_are_sound_and_never_beat_the_oracle(case: tuple[GangRequest, 
         blind = policy in ("first-fit", "spread", "gang-best-fit")
         assert violations(request, view, result, partial_ok=not gang, packs_ok=blind) == [], policy
         if result.status == Status.PLACED and not blind:
-            assert scores and evaluate(problem, counts_of(problem, result.assignment)) >= min(scores), policy
-        if gang and not scores:
+            assert scores and judged(request, view, dict(result.assignment)) >= min(scores), policy
+        # gang-best-fit ignores packs, so it must refuse only a gang that fits nowhere even without them
+        if gang and not (oracle_scores(replace(request, packs=()), view) if blind else scores):
             assert result.status == Status.INFEASIBLE, policy
 
 
@@ -186,4 +208,4 @@ def test_the_model_alone_matches_the_oracle(case: tuple[GangRequest, ClusterView
         assert outcome.state == "infeasible"
         return
     assert outcome.state == "optimal"
-    assert evaluate(problem, outcome.counts) == min(scores)
+    assert judged(request, view, assignment_of(problem, outcome.counts)) == min(scores)

@@ -171,7 +171,14 @@ def test_bad_pcs_file_exits_2_with_one_line_naming_the_item_and_field(
     [
         pytest.param(b"kind: PodCliqueSet\nmetadata: {name: \xff\xfe}\n", "not UTF-8 text", id="not-utf8"),
         pytest.param(b"[" * 50_000 + b"]" * 50_000, "nested too deeply", id="deep-yaml"),
-        pytest.param(b"kind: [unclosed", "not valid YAML or JSON", id="broken-yaml"),
+        pytest.param(b"kind: [unclosed", "not valid JSON or YAML", id="broken-yaml"),
+        pytest.param(
+            b"kind: PodCliqueSet\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + b"".join(b"%c: &%c [" % (c, c) + b", ".join([b"*%c" % (c - 1)] * 10) + b"]\n" for c in b"bcdefgh")
+            + b"spec: *h\n",
+            "aliases expand to more than",
+            id="alias-bomb",  # 10^8 nodes once expanded, from a 500-byte file: it hung before
+        ),
         pytest.param(b"- 1\n- 2\n", "must be a Kubernetes object", id="a-list-not-an-object"),
     ],
 )

@@ -110,6 +110,24 @@ def test_waits_over_http_through_api_errors_until_parents_are_ready() -> None:
     assert lists[-1].query["labelSelector"] == "grove.io/podclique in (pcs-0-leader)"
 
 
+def test_a_stop_that_lands_while_a_watch_is_opened_ends_the_wait_at_once() -> None:
+    # SIGTERM can arrive after the watch request is sent but before its stream is registered, so close_streams
+    # finds nothing to close; the watch opened next must then end at once, not at its 300 s timeout.
+    with running() as server:
+        api = _api(server)
+        api.close_streams()
+        events: list[Any] = []
+        watch = api.watch_pods(NS, "grove.io/podclique in (pcs-0-leader)", "")
+        reader = threading.Thread(target=lambda: events.extend(watch), daemon=True)
+        reader.start()
+        reader.join(timeout=10)  # the server would hold the stream open for 300 s
+        ended = not reader.is_alive()
+        if not ended:
+            api.close_streams()  # the stream is registered by now: close it so the server can stop
+            reader.join(timeout=10)
+        assert ended and events == []
+
+
 def test_command_exits_zero_once_parents_are_ready(tmp_path: Path) -> None:
     with running() as server:
         server.put(PODS, _pod("w1", "pcs-0-worker", ready=True))

@@ -40,6 +40,7 @@ class GangSpec:
     late: frozenset[int] = frozenset()
     late_at: float = 0.0
     required: str | None = None
+    priority: int = 0  # every member's spec.priority
     fits: bool = True  # False: a gang that cannot be placed (the run does not wait for it)
 
     @property
@@ -145,8 +146,13 @@ class Simulation:
         self._scheduled.append((seconds, action))
 
     def restart_extender(self, *, at: float, downtime: float) -> None:
-        self.at(at, self.extender.kill)
-        self.at(at + downtime, self.extender.start)
+        # The start is scheduled by the kill: asyncio does not order timers due at the same instant, and with no
+        # downtime a start run before its kill left the extender down for good.
+        def kill_then_start() -> None:
+            self.extender.kill()
+            self.loop.call_later(downtime, self.extender.start)
+
+        self.at(at, kill_then_start)
 
     def restart_after_binds(self, binds: int, *, downtime: float) -> None:
         """Kill the extender right after the API accepted its ``binds``-th binding (mid-release), restart later."""
@@ -256,7 +262,9 @@ class Simulation:
             for i in range(size):
                 if (index in spec.late) == late:
                     name = f"{spec.name}-{group}-{i}"
-                    pod = make_pod(name).gpus(gpus).cpu("1").gang(spec.name).scheduler("grove").obj()
+                    pod = (
+                        make_pod(name).gpus(gpus).cpu("1").gang(spec.name).scheduler("grove").priority(spec.priority)
+                    ).obj()
                     self.api.create_pod(
                         pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"uid": ""})})
                     )
