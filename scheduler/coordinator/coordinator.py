@@ -256,8 +256,10 @@ class Coordinator:
     # --- internals ---------------------------------------------------------------------------------------------
 
     def _offered(self, ref: GangRef) -> bool:
-        pods = [self.store.pod(f"{ref.namespace}/{ref.name}")] if ref.solo else self.store.pods_of_gang(ref.key)
-        return any(pod is not None and self.store.offered(pod) for pod in pods)
+        if not ref.solo:
+            return self.store.gang_offered(ref.key)
+        pod = self.store.pod(f"{ref.namespace}/{ref.name}")
+        return pod is not None and self.store.offered(pod)
 
     def _window(self, members: int) -> float:
         return self._gather.seconds(members=members, rate=self.rate.per_second(self._clock()))
