@@ -1,18 +1,23 @@
 """What one ``pods/binding`` costs the extender's process, by HTTP client, against the fake API server.
 
-The extender binds every pod it schedules itself. Today ``KubeClusterWriter.bind`` goes through the official
-client (``CoreV1Api.create_namespaced_pod_binding``: model objects, serialisation, urllib3) on a worker thread
-(``asyncio.to_thread``); ``bench_e2e`` put those threads at 1.0–1.4 ms of CPU per bound pod with PodGang status
-and Events. This measures the binding alone, ``--concurrency`` binds in flight from one event loop, as a gang's
-binds are, and the CPU the calling process spends per bind (``time.process_time``: every thread of it; the fake
-API server runs in a process of its own and is not counted):
+The extender binds every pod it schedules itself. Until issue 11's third phase ``KubeClusterWriter.bind`` went
+through the official client (``CoreV1Api.create_namespaced_pod_binding``: model objects, serialisation, urllib3)
+on a worker thread (``asyncio.to_thread``); ``bench_e2e`` put those threads at 1.0–1.4 ms of CPU per bound pod
+with PodGang status and Events. This measures the binding alone, ``--concurrency`` binds in flight from one event
+loop, as a gang's binds are, and the CPU the calling process spends per bind (``time.process_time``: every thread
+of it; the fake API server runs in a process of its own and is not counted):
 
-- **official client, worker threads**: ``KubeClusterWriter.bind`` through ``asyncio.to_thread``, as now;
+- **KubeClusterWriter**: the extender's writer as it is (aiohttp on the caller's loop);
+- **KubeClusterWriter, blocking**: its Event write from a thread without a loop, one at a time, as the background
+  worker writes status and Events (a POST of about the same size);
+- **official client, worker threads**: ``create_namespaced_pod_binding`` through ``asyncio.to_thread`` (before);
 - **official client, this thread**: the same calls one after another, no hand-off (what the threads add);
 - **urllib3, worker threads**: the Binding's JSON POSTed through the same ``ApiClient``'s urllib3 pool;
 - **raw async, pooled**: a bare HTTP/1.1 client on the event loop over kept-alive connections
   (``benchmarks.e2e.loopback.Pool``, at most ``--concurrency`` of them): no thread, no model objects;
-- **httpx async, pooled**: ``httpx.AsyncClient`` (HTTP/1.1, kept-alive), a well-kept library doing the same.
+- **httpx async, pooled**: ``httpx.AsyncClient`` (HTTP/1.1, kept-alive), a well-kept library doing the same;
+- **aiohttp, pooled**: a bare ``aiohttp.ClientSession`` (HTTP/1.1 with its C parser, kept-alive): what the
+  writer adds to it (auth, JSON, error translation).
 
     .venv/bin/python -m benchmarks.bench_bind_client [--binds 2000] [--concurrency 8]
 """
@@ -31,8 +36,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+import aiohttp
 import httpx
-from kubernetes.client import ApiClient
+from kubernetes.client import ApiClient, CoreV1Api, V1Binding, V1ObjectMeta, V1ObjectReference
 
 from benchmarks.e2e.loopback import Pool
 from benchmarks.e2e.processes import cpu_seconds
@@ -104,19 +110,59 @@ async def _in_flight(names: list[str], concurrency: int, bind: Callable[[str, st
     await asyncio.gather(*(one(i, name) for i, name in enumerate(names)))
 
 
-def official_threads(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
+def writer_now(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
     writer = KubeClusterWriter(api_client, instance="bench")
 
     async def bind(name: str, node: str) -> None:
-        await asyncio.to_thread(writer.bind, namespace="default", name=name, uid="", node=node)
+        await writer.bind(namespace="default", name=name, uid="", node=node)
+
+    async def main() -> None:
+        try:
+            await _in_flight(names, concurrency, bind)
+        finally:
+            await writer.aclose()
+
+    asyncio.run(main())
+
+
+def writer_blocking(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
+    """The background worker's writes (status, Events): one at a time from a thread without a loop."""
+    writer = KubeClusterWriter(api_client, instance="bench")
+    try:
+        for name in names:
+            writer.record_event(namespace="default", kind="Pod", name=name, uid="", reason="Bench", message="bench")
+    finally:
+        writer.close()
+
+
+def _official_bind(core: CoreV1Api, name: str, node: str) -> None:
+    """What ``KubeClusterWriter.bind`` did before: model objects through the official client."""
+    body = V1Binding(
+        api_version="v1",
+        kind="Binding",
+        metadata=V1ObjectMeta(name=name, namespace="default"),
+        target=V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    response = core.create_namespaced_pod_binding(
+        name=name, namespace="default", body=body, _preload_content=False, _request_timeout=WRITE_TIMEOUT
+    )
+    response.drain_conn()
+    response.release_conn()
+
+
+def official_threads(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
+    core = CoreV1Api(api_client)
+
+    async def bind(name: str, node: str) -> None:
+        await asyncio.to_thread(_official_bind, core, name, node)
 
     asyncio.run(_in_flight(names, concurrency, bind))
 
 
 def official_here(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
-    writer = KubeClusterWriter(api_client, instance="bench")
+    core = CoreV1Api(api_client)
     for i, name in enumerate(names):
-        writer.bind(namespace="default", name=name, uid="", node=f"node-{i % 64:05d}")
+        _official_bind(core, name, f"node-{i % 64:05d}")
 
 
 def urllib3_threads(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
@@ -169,12 +215,31 @@ def httpx_async(api_client: ApiClient, base: str, names: list[str], concurrency:
     asyncio.run(main())
 
 
+def aiohttp_async(api_client: ApiClient, base: str, names: list[str], concurrency: int) -> None:
+    async def main() -> None:
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(base, connector=connector, headers=_HEADERS) as session:
+
+            async def bind(name: str, node: str) -> None:
+                async with session.post(_path(name), data=_binding(name, node)) as response:
+                    await response.read()
+                    if response.status != 201:
+                        raise SystemExit(f"bench: binding {name} answered {response.status}")
+
+            await _in_flight(names, concurrency, bind)
+
+    asyncio.run(main())
+
+
 CLIENTS: list[tuple[str, Callable[[ApiClient, str, list[str], int], None]]] = [
-    ("official client, worker threads (now)", official_threads),
+    ("KubeClusterWriter (now: aiohttp on this loop)", writer_now),
+    ("KubeClusterWriter, blocking Event writes, one at a time (private loop)", writer_blocking),
+    ("official client, worker threads (before)", official_threads),
     ("official client, this thread", official_here),
     ("urllib3 POST, worker threads", urllib3_threads),
     ("raw async, pooled connections", raw_async),
     ("httpx async, pooled connections", httpx_async),
+    ("aiohttp, pooled connections", aiohttp_async),
 ]
 
 

@@ -1,8 +1,8 @@
 """Everything the extender writes to the cluster, behind one small interface.
 
-``ClusterWriter`` is synchronous because the official Kubernetes client is; the coordinator calls it through
-``asyncio.to_thread`` so a slow API server never blocks the event loop. ``scheduler.kube.writer`` holds the real
-implementation; ``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
+``bind`` is a coroutine: the release awaits many at once on the event loop. Status and Event writes block: the
+background worker makes them from its own thread. ``scheduler.kube.writer`` holds the real implementation;
+``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
 """
 
 from __future__ import annotations
@@ -27,20 +27,20 @@ class WriteError(Exception):
 
 
 class ClusterWriter(Protocol):
-    """Writes to the API server. Every method may be called from several threads at once and either succeeds or
-    raises ``WriteError``; none retries on its own (the caller decides, kube-scheduler retries failed binds).
+    """Writes to the API server. Every method either succeeds or raises ``WriteError``; none retries on its own (the
+    caller decides, kube-scheduler retries failed binds).
 
-    A writer whose methods never block (no I/O) may set a class attribute ``inline = True``: the coordinator then
-    calls it on the event loop instead of a worker thread, which for microsecond writes costs less than the thread
-    hand-off and the GIL contention it brings. Without it, every call goes through ``asyncio.to_thread``.
+    A writer whose ``bind`` never suspends (no I/O) may set a class attribute ``inline = True``: the release then
+    binds a gang's members one after another, letting other requests in every few, instead of many at once.
     """
 
-    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
-        """POST ``pods/{name}/binding`` placing the pod (by UID, so a re-created pod is never bound by mistake)."""
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST ``pods/{name}/binding`` placing the pod (by UID, so a re-created pod is never bound by mistake).
+        Awaited on the event loop, many at once."""
         ...
 
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
-        """Merge-patch the PodGang's ``status`` subresource with ``status``."""
+        """Merge-patch the PodGang's ``status`` subresource with ``status``. Blocks; called from a worker thread."""
         ...
 
     def record_event(
@@ -54,7 +54,8 @@ class ClusterWriter(Protocol):
         message: str,
         type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        """Create a core/v1 Event about the object (best effort: callers log and ignore a failure)."""
+        """Create a core/v1 Event about the object (best effort: callers log and ignore a failure). Blocks; called
+        from a worker thread."""
         ...
 
 
@@ -81,7 +82,7 @@ class InMemoryClusterWriter:
     a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang. Refuses a bind as the API server
     does: 404 for a pod that does not exist, 409 for another UID or a pod already bound."""
 
-    inline = True  # memory only: safe (and cheaper) to call on the event loop
+    inline = True  # memory only: bind never suspends
 
     def __init__(self, store: ClusterStore | None = None) -> None:
         self._store = store
@@ -90,7 +91,7 @@ class InMemoryClusterWriter:
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.events: list[RecordedEvent] = []
 
-    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         key = f"{namespace}/{name}"
         with self._lock:
             if self._store is not None:

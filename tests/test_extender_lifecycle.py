@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.coordinator import BackgroundWorker
 from scheduler.coordinator.members import gang_ref_of
@@ -137,12 +135,6 @@ def test_a_plan_that_ran_out_of_time_is_tried_again_on_the_next_filter() -> None
     assert len(calls) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the coordinator's store listener (issue 9's) hears no capacity freed when a pod of another scheduler "
-    "goes away, so a refusal for capacity stands until other news; it fails the same with full Pods in the store. "
-    "Left to the coordinator-side phase of issue 11 (the store listener)",
-)
 def test_a_pod_refused_for_capacity_is_placed_once_another_schedulers_pod_frees_it() -> None:
     # One 8-GPU node; another scheduler's pod holds 6 GPUs: a 4-GPU pod does not fit (8 - 6 = 2 free).
     theirs = make_pod("web").scheduler("default-scheduler").gpus(6).on("a0").phase("Running").obj()
@@ -152,3 +144,30 @@ def test_a_pod_refused_for_capacity_is_placed_once_another_schedulers_pod_frees_
     assert client.post("/filter", json=filter_body(p, ["a0"])).json()["NodeNames"] == []
     h.store.apply("Pod", "DELETED", theirs)  # the store keeps it as capacity only (a ForeignPod); its going frees a0
     assert client.post("/filter", json=filter_body(p, ["a0"])).json()["NodeNames"] == ["a0"]
+
+
+def test_a_pod_refused_for_capacity_is_placed_once_a_bound_pod_of_ours_goes_away() -> None:
+    # The same with a pod of ours: bound by us, its solo gang record dropped once bound, then deleted.
+    ours = pod("done", gpus=6, node_name="a0", phase="Running")
+    p = pod("solo", gpus=4)
+    h = harness(nodes=[node("a0")], pods=[p, ours])
+    client = SyncClient(h.app)
+    assert client.post("/filter", json=filter_body(p, ["a0"])).json()["NodeNames"] == []
+    h.store.apply("Pod", "DELETED", ours)
+    assert client.post("/filter", json=filter_body(p, ["a0"])).json()["NodeNames"] == ["a0"]
+
+
+def test_only_gangs_whose_pods_our_scheduler_offers_are_planned_ahead() -> None:
+    # Both gangs are Grove gangs (kept whole in the store), but kube-scheduler's grove profile only ever offers
+    # the first: the second's pods name another scheduler and must not hold a reservation.
+    ours, ours_pg = gang("ours", workers=2, gpus=4)
+    theirs = [make_pod(f"theirs-w{i}").scheduler("default-scheduler").gang("theirs").gpus(4).obj() for i in range(2)]
+    theirs_pg = podgang("theirs", {"worker": ([p.metadata.name for p in theirs], 2)})
+    h = harness(nodes=NODES, pods=[*ours, *theirs], podgangs=[ours_pg, theirs_pg])
+    for pg in (theirs_pg, ours_pg):  # as the PodGangs' watch events queue them
+        h.store.apply("PodGang", "MODIFIED", pg.model_copy(update={"spec": pg.spec.model_copy(deep=True)}))
+    BackgroundWorker(h.coordinator).run_once()
+    held = {pod.rsplit("-", 1)[0] for pod in h.coordinator.table.planning_basis(gang_ref_of(ours[0]), now=0).held}
+    assert held == {"default/ours"}
+    assert h.coordinator.table.planning_basis(gang_ref_of(theirs[0]), now=0).held == {}
+    assert h.coordinator.table.reservation_count() == 2  # ours' two members, nothing for theirs

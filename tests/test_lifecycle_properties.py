@@ -101,7 +101,7 @@ def test_every_gang_that_fits_binds_whole_and_nothing_is_overcommitted(scenario:
     elif restart is not None:
         sim.restart_after_binds(restart[1], downtime=restart[2])
     for gang, member, fault, times in scenario["faults"]:
-        members = sim.members(gangs[gang].name)
+        members = sim.members(gangs[gang % len(gangs)].name)  # gangs past the work bound were dropped
         sim.fail_binds([members[member % len(members)]], fault, times=times)
     sim.api.status_failures = scenario["status_failures"]
     pods = sum(spec.pods for spec in gangs)

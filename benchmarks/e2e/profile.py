@@ -20,7 +20,7 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("watch: model decode (pydantic)", ("_Watcher._parse",)),
     ("watch: store + listeners", ("ClusterStore.apply", "ClusterStore.replace")),
     ("watch: HTTP read", ("_Watcher.",)),
-    ("bind: writer (official client)", ("KubeClusterWriter.bind",)),
+    ("bind: writer", ("KubeClusterWriter.bind",)),
     ("status + Event writes", ("patch_podgang_status", "record_event", "StatusReporter.")),
     ("filter: body decode", ("_decode (api/app.py",)),
     ("filter: decision", ("Coordinator.filter",)),

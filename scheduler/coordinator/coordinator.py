@@ -229,8 +229,9 @@ class Coordinator:
     # --- the background worker's entry points ------------------------------------------------------------------
 
     def plan_ahead(self, ref: GangRef) -> None:
-        """Plan the gang now if it has no usable decision."""
-        if self.leading():
+        """Plan the gang now if it has no usable decision and kube-scheduler will offer us its pods: a gang whose
+        pods another scheduler places must not hold capacity our pods could use."""
+        if self.leading() and self._offered(ref):
             self.planner.plan(ref)
 
     def expire(self) -> list[str]:
@@ -253,6 +254,12 @@ class Coordinator:
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
+
+    def _offered(self, ref: GangRef) -> bool:
+        if not ref.solo:
+            return self.store.gang_offered(ref.key)
+        pod = self.store.pod(f"{ref.namespace}/{ref.name}")
+        return pod is not None and self.store.offered(pod)
 
     def _window(self, members: int) -> float:
         return self._gather.seconds(members=members, rate=self.rate.per_second(self._clock()))

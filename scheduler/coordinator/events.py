@@ -5,7 +5,9 @@
 - a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
   rewritten by kube-scheduler after each failed attempt is not news);
 - a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
-- a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold).
+- a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold);
+- a bound pod deleted or finished, ours or another scheduler's (a ``ForeignPod``) → ``capacity_freed``: a pod
+  refused for room would otherwise stay refused until unrelated news.
 
 ``on_change`` runs on the store writer's thread (a watch, or an in-memory bind): it only calls transitions and
 queues work; the background worker plans and writes.
@@ -19,6 +21,7 @@ from scheduler.coordinator.gang_table import GangTable
 from scheduler.coordinator.members import GangRef, gang_ref_of
 from scheduler.coordinator.waiters import BindWaiters
 from scheduler.coordinator.work import WorkQueue
+from scheduler.state.foreign import ForeignPod
 from scheduler.state.store import ClusterStore, EventType, Kind
 
 __all__ = ["StoreEvents"]
@@ -47,7 +50,10 @@ class StoreEvents:
         self._pending: dict[str, bool] = {}
 
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
-        if isinstance(obj, Pod):
+        if isinstance(obj, ForeignPod):
+            if obj.node and (event_type == "DELETED" or obj.terminal):
+                self._table.capacity_freed()
+        elif isinstance(obj, Pod):
             self._pod(event_type, obj)
         elif isinstance(obj, PodGang):
             self._podgang(event_type, obj)
@@ -60,6 +66,8 @@ class StoreEvents:
             self._pending.pop(pod.key, None)
         if event_type == "DELETED" or pod.terminal:
             self._table.member_gone(ref.key, pod.key)
+            if pod.spec.nodeName:
+                self._table.capacity_freed()  # its gang record may be gone (a solo pod, an expired gang)
             if not ref.solo and self._store.podgang(ref.key) is None and not self._store.pods_of_gang(ref.key):
                 self._forget(ref, f"PodGang {ref.key} and its pods are gone")
             return

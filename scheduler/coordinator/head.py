@@ -76,9 +76,13 @@ class HeadPlanner:
         podgangs = sorted(self._store.podgangs(), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key))
         refs = {g.key: GangRef(g.metadata.namespace, g.metadata.name) for g in podgangs}
         keys = self._table.unstarted(list(refs))
-        # A gang with a member bound (found so after a restart, say) is under way, whatever the table knows.
+        # A gang with a member bound (found so after a restart, say) is under way, whatever the table knows; a gang
+        # whose pods our kube-scheduler profile never offers is not ours to hold capacity for.
         keys = [
-            key for key in keys if not any(p.spec.nodeName and not p.terminal for p in self._store.pods_of_gang(key))
+            key
+            for key in keys
+            if self._store.gang_offered(key)
+            and not any(p.spec.nodeName and not p.terminal for p in self._store.pods_of_gang(key))
         ]
         if ref.key not in keys or len(keys) < 2:
             return []

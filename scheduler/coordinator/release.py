@@ -135,7 +135,7 @@ class Releaser:
         if self._inline:
             done: list[tuple[str, _Outcome]] = []
             for i, (pod, member) in enumerate(members):
-                done.append((pod, self._bind_one(pod, member)))
+                done.append((pod, await self._bind_one(pod, member)))
                 if i % _YIELD_EVERY == _YIELD_EVERY - 1:
                     await asyncio.sleep(0)
             return done
@@ -143,14 +143,14 @@ class Releaser:
 
         async def one(pod: str, member: ReadyMember) -> tuple[str, _Outcome]:
             async with slots:
-                return pod, await asyncio.to_thread(self._bind_one, pod, member)
+                return pod, await self._bind_one(pod, member)
 
         return list(await asyncio.gather(*(one(pod, member) for pod, member in members)))
 
-    def _bind_one(self, pod: str, member: ReadyMember) -> _Outcome:
+    async def _bind_one(self, pod: str, member: ReadyMember) -> _Outcome:
         namespace, name = pod.split("/", 1)
         try:
-            self._writer.bind(namespace=namespace, name=name, uid=member.uid, node=member.node)
+            await self._writer.bind(namespace=namespace, name=name, uid=member.uid, node=member.node)
         except WriteError as err:
             if err.status == 404:
                 self._metrics.binds.labels("gone").inc()

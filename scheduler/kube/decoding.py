@@ -1,7 +1,8 @@
 """Watch events and list pages, from the API server's bytes into what the store keeps.
 
 Nodes and PodGangs are decoded straight into their pydantic models: the JSON parser skips every field a model
-does not read (a Pod's managedFields, a Node's images and conditions) without building it first.
+does not read (a Pod's managedFields, a Node's images and conditions) without building it first; a Node event
+that changes nothing the model keeps (a heartbeat) is recognised before that (``scheduler.kube.heartbeats``).
 
 Pods are most of a cluster's events, and nearly all of them are pods of other schedulers, which the store keeps
 only as capacity (``scheduler.state.ForeignPod``). So a Pod event is first read for whose pod it is (labels and
@@ -21,7 +22,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, cast
 
 import msgspec
 from pydantic import BaseModel, Field, ValidationError
@@ -31,7 +32,7 @@ from api.kube import Node, Pod, ResourceVector, effective_quantities, sum_reques
 from api.quantity import QuantityError, check_units
 from scheduler.state.foreign import ForeignPod
 
-__all__ = ["CHANGES", "Change", "Decoder", "EventType", "Model", "ModelDecoder", "PodDecoder"]
+__all__ = ["CHANGES", "Change", "Decoder", "EventType", "Model", "ModelDecoder", "PodDecoder", "Unchanged"]
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,23 @@ Model = Node | Pod | ForeignPod | PodGang
 Change = tuple[EventType, Model, str]
 """A change event: its type, the object as the store keeps it, and its resourceVersion ("" if it had none)."""
 CHANGES: frozenset[str] = frozenset(("ADDED", "MODIFIED", "DELETED"))
+
+
+class Unchanged(NamedTuple):
+    """A change event whose object the store already holds as it would decode it: only its version moved."""
+
+    resource_version: str
+
+
 ModelT = TypeVar("ModelT", Node, Pod, PodGang)
 
 
 class Decoder(Protocol):
     """One kind's decoding, used by that kind's watch thread alone."""
 
-    def change(self, line: bytes) -> Change | None:
-        """A change event's line decoded; ``None`` when it is not a change the fast path reads."""
+    def change(self, line: bytes) -> Change | Unchanged | None:
+        """A change event's line decoded; ``Unchanged`` when the store already holds the object as it would be
+        decoded (only its version moved); ``None`` when it is not a change the fast path reads."""
 
     def page(self, data: bytes) -> tuple[list[Model], dict[str, Any]]:
         """A list page's items (bad ones skipped, named in the log) and its ``metadata``."""

@@ -66,6 +66,7 @@ class LiveCluster:
         self.stop.set()
         for thread in self.threads:
             thread.join(timeout=timeout)
+        self.writer.close()
         self.api_client.close()  # type: ignore[no-untyped-call]
 
 

@@ -23,9 +23,9 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from api.grove import PodGang
-from api.kube import Node
 from scheduler.kube.connect import describe_error
-from scheduler.kube.decoding import CHANGES, Decoder, EventType, Model, ModelDecoder, PodDecoder
+from scheduler.kube.decoding import CHANGES, Decoder, EventType, Model, ModelDecoder, PodDecoder, Unchanged
+from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_decoded
 
 __all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
@@ -79,7 +79,7 @@ class _Watched:
 
 
 _WATCHED = (
-    _Watched("Node", NODES, lambda store: ModelDecoder(Node, stamp=NODES.stamp)),
+    _Watched("Node", NODES, lambda store: NodeDecoder()),
     _Watched("Pod", PODS, lambda store: PodDecoder(keeps_whole=store.keeps_whole, stamp=PODS.stamp)),
     _Watched("PodGang", PODGANGS, lambda store: ModelDecoder(PodGang, stamp=PODGANGS.stamp)),
 )
@@ -237,6 +237,8 @@ class _Watcher:
         change = self._decoder.change(line)
         if change is None:
             return self._handle(json.loads(line), version)
+        if isinstance(change, Unchanged):
+            return change.resource_version or version
         event_type, obj, new_version = change
         self._store.apply(self._watched.kind, event_type, obj)
         return new_version or version

@@ -1,4 +1,5 @@
-"""``KubeClusterWriter``: the extender's writes to a real API server — bindings, PodGang status, Events.
+"""``KubeClusterWriter``: the extender's writes to a real API server — bindings, PodGang status, Events — as bare
+JSON requests through ``scheduler.kube.http.ApiHttp``.
 
 Every failure becomes a ``WriteError`` whose message a person can act on, because kube-scheduler copies a bind
 error verbatim into the pod's ``FailedScheduling`` event: say what was refused, why, and what fixes it.
@@ -15,22 +16,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kubernetes.client import (
-    ApiClient,
-    CoreV1Api,
-    CoreV1Event,
-    CustomObjectsApi,
-    V1Binding,
-    V1EventSource,
-    V1ObjectMeta,
-    V1ObjectReference,
-)
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError, TimeoutError
+from kubernetes.client import ApiClient
 
 from api.grove import SCHEDULER_GROUP
 from scheduler.cluster_writer import WriteError
 from scheduler.kube.connect import WRITE_TIMEOUT
+from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply
 
 __all__ = ["KubeClusterWriter"]
 
@@ -38,53 +29,56 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "grove-extender"
 _MESSAGE_LIMIT = 1024  # the API server truncates longer event messages anyway; keep the start, which says why
+_MERGE_PATCH = "application/merge-patch+json"
 
 
-def _api_message(err: ApiException) -> str:
-    """The API server's own sentence from its Status body, else the HTTP reason."""
+def _api_message(reply: Reply) -> str:
+    """The API server's own sentence from its Status body, else the HTTP status."""
     try:
-        body = json.loads(err.body or "")
+        body = json.loads(reply.body or b"null")
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("message"):
         return str(body["message"])
-    return str(err.reason or f"HTTP {err.status}")
+    return f"HTTP {reply.status}"
 
 
-def write_error(action: str, err: Exception, *, timeout: float) -> WriteError:
-    """Translate a client failure into a ``WriteError`` that says what to do about it (and carries the status)."""
-    error = _write_error(action, err, timeout=timeout)
-    error.status = err.status if isinstance(err, ApiException) else None
-    return error
+def write_error(action: str, failure: Reply | ApiUnreachable, *, timeout: float) -> WriteError:
+    """Translate a refusal or a missing answer into a ``WriteError`` that says what to do about it; its ``status``
+    is the HTTP status, None when no answer came."""
+    if isinstance(failure, ApiUnreachable):
+        if failure.timed_out:
+            return WriteError(f"{action}: the API server did not answer within {timeout:g}s; retry later")
+        return WriteError(f"{action}: cannot reach the API server ({failure})")
+    status, said = failure.status, _api_message(failure)
+    if status == 404:
+        message = f"{action}: not found ({said}); it was deleted meanwhile, nothing to retry"
+    elif status == 409:
+        message = f"{action}: conflict ({said}); another writer got there first"
+    elif status == 403:
+        message = (
+            f"{action}: forbidden ({said}); grant the extender's ServiceAccount this permission "
+            "(deploy/extender-rbac.yaml)"
+        )
+    elif status == 401:
+        message = f"{action}: unauthorized ({said}); the extender's credentials are missing or expired"
+    elif status in (400, 422):
+        message = f"{action}: rejected as invalid ({said})"
+    elif status == 429 or status >= 500:
+        message = f"{action}: API server unavailable (HTTP {status}: {said}); retry later"
+    else:
+        message = f"{action}: HTTP {status}: {said}"
+    return WriteError(message, status=status)
 
 
-def _write_error(action: str, err: Exception, *, timeout: float) -> WriteError:
-    if isinstance(err, ApiException):
-        said = _api_message(err)
-        if err.status == 404:
-            return WriteError(f"{action}: not found ({said}); it was deleted meanwhile, nothing to retry")
-        if err.status == 409:
-            return WriteError(f"{action}: conflict ({said}); another writer got there first")
-        if err.status == 403:
-            return WriteError(
-                f"{action}: forbidden ({said}); grant the extender's ServiceAccount this permission "
-                "(deploy/extender-rbac.yaml)"
-            )
-        if err.status == 401:
-            return WriteError(f"{action}: unauthorized ({said}); the extender's credentials are missing or expired")
-        if err.status in (400, 422):
-            return WriteError(f"{action}: rejected as invalid ({said})")
-        if err.status == 429 or (err.status or 0) >= 500:
-            return WriteError(f"{action}: API server unavailable (HTTP {err.status}: {said}); retry later")
-        return WriteError(f"{action}: HTTP {err.status}: {said}")
-    if isinstance(err, (TimeoutError, socket.timeout)):
-        return WriteError(f"{action}: the API server did not answer within {timeout:g}s; retry later")
-    return WriteError(f"{action}: cannot reach the API server ({type(err).__name__}: {err})")
+def _stamp(moment: datetime) -> str:
+    """RFC 3339 in UTC, whole seconds (what core/v1 Event timestamps hold)."""
+    return moment.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 class KubeClusterWriter:
-    """Implements ``scheduler.cluster_writer.ClusterWriter`` over one shared, pooled ``ApiClient`` (thread-safe:
-    urllib3's pool hands each concurrent call its own connection)."""
+    """Implements ``scheduler.cluster_writer.ClusterWriter`` with the connection settings of ``api_client`` (the
+    one the watches use). ``bind`` is awaited on the caller's event loop; the others block the calling thread."""
 
     def __init__(
         self,
@@ -94,54 +88,69 @@ class KubeClusterWriter:
         timeout: tuple[float, float] = WRITE_TIMEOUT,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._core = CoreV1Api(api_client)
-        self._custom = CustomObjectsApi(api_client)
+        configuration = api_client.configuration
+        self._http = ApiHttp(
+            configuration, timeout=timeout, pool_size=configuration.connection_pool_maxsize, user_agent=COMPONENT
+        )
         self._instance = instance or socket.gethostname()
         self._timeout = timeout
         self._clock = clock
         self._seq = itertools.count()
 
-    def _call(self, action: str, call: Callable[..., Any], **kwargs: Any) -> None:
-        started = time.perf_counter()
-        try:
-            response = call(**kwargs, _preload_content=False, _request_timeout=self._timeout)
-        except (ApiException, HTTPError, OSError) as err:
-            error = write_error(action, err, timeout=self._timeout[1])
-            log.warning("write failed action=%r error=%r", action, str(error))
-            raise error from None
-        response.drain_conn()  # a pooled connection with an unread body would garble the next request on it
-        response.release_conn()
-        log.debug("write ok action=%r seconds=%.4f", action, time.perf_counter() - started)
+    def close(self) -> None:
+        """End the connections of the blocking writes (status, Events)."""
+        self._http.close()
 
-    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+    async def aclose(self) -> None:
+        """End the running loop's connections (those of ``bind``); call before the loop ends."""
+        await self._http.aclose()
+
+    def _check(self, action: str, outcome: Reply | ApiUnreachable, started: float) -> None:
+        if isinstance(outcome, Reply) and 200 <= outcome.status < 300:
+            log.debug("write ok action=%r seconds=%.4f", action, time.perf_counter() - started)
+            return
+        error = write_error(action, outcome, timeout=self._timeout[1])
+        log.warning("write failed action=%r error=%r", action, str(error))
+        raise error
+
+    def _send(self, action: str, method: str, path: str, body: dict[str, Any], content_type: str) -> None:
+        started = time.perf_counter()
+        outcome: Reply | ApiUnreachable
+        try:
+            outcome = self._http.send(method, path, body=json.dumps(body).encode(), content_type=content_type)
+        except ApiUnreachable as err:
+            outcome = err
+        self._check(action, outcome, started)
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         # The UID makes the binding conditional: a pod deleted and re-created under the same name is not bound.
-        body = V1Binding(
-            api_version="v1",
-            kind="Binding",
-            metadata=V1ObjectMeta(name=name, namespace=namespace, uid=uid or None),
-            target=V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
-        self._call(
-            f"binding pod {namespace}/{name} to node {node}",
-            self._core.create_namespaced_pod_binding,
-            name=name,
-            namespace=namespace,
-            body=body,
-        )
+        metadata = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        action = f"binding pod {namespace}/{name} to node {node}"
+        started = time.perf_counter()
+        outcome: Reply | ApiUnreachable
+        try:
+            outcome = await self._http.request(
+                "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=json.dumps(body).encode()
+            )
+        except ApiUnreachable as err:
+            outcome = err
+        self._check(action, outcome, started)
 
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self._call(
+        # A merge patch replaces only the keys we send: Grove's own Initialized condition write is a separate patch,
+        # and conditions are a list, so callers send the whole list they mean.
+        self._send(
             f"updating status of PodGang {namespace}/{name}",
-            self._custom.patch_namespaced_custom_object_status,
-            group=SCHEDULER_GROUP,
-            version="v1alpha1",
-            namespace=namespace,
-            plural="podgangs",
-            name=name,
-            body={"status": status},
-            # A merge patch replaces only the keys we send: Grove's own Initialized condition write is a separate
-            # patch, and conditions are a list, so callers send the whole list they mean.
-            _content_type="application/merge-patch+json",
+            "PATCH",
+            f"/apis/{SCHEDULER_GROUP}/v1alpha1/namespaces/{namespace}/podgangs/{name}/status",
+            {"status": status},
+            _MERGE_PATCH,
         )
 
     def record_event(
@@ -155,32 +164,34 @@ class KubeClusterWriter:
         message: str,
         type: Literal["Normal", "Warning"] = "Normal",
     ) -> None:
-        # core/v1 rather than events.k8s.io/v1: its timestamps are whole-second RFC 3339, which the client's
-        # isoformat() always produces validly (MicroTime needs exactly six fractional digits).
-        stamp = self._clock()
-        now = stamp.replace(microsecond=0)
+        # core/v1 rather than events.k8s.io/v1: whole-second timestamps (MicroTime needs exactly six digits).
+        moment = self._clock()
+        now = _stamp(moment)
         api_version = "v1" if kind == "Pod" else f"{SCHEDULER_GROUP}/v1alpha1"
-        event = CoreV1Event(
+        involved = {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace}
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
             # Unique per call, like client-go's "<name>.<hex time>", plus a sequence for two events in one microsecond.
-            metadata=V1ObjectMeta(
-                name=f"{name}.{int(stamp.timestamp() * 1e6):x}{next(self._seq):x}", namespace=namespace
-            ),
-            involved_object=V1ObjectReference(
-                api_version=api_version, kind=kind, name=name, namespace=namespace, uid=uid or None
-            ),
-            reason=reason,
-            message=message[:_MESSAGE_LIMIT],
-            type=type,
-            source=V1EventSource(component=COMPONENT),
-            reporting_component=COMPONENT,
-            reporting_instance=self._instance,
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-        )
-        self._call(
+            "metadata": {
+                "name": f"{name}.{int(moment.timestamp() * 1e6):x}{next(self._seq):x}",
+                "namespace": namespace,
+            },
+            "involvedObject": {**involved, **({"uid": uid} if uid else {})},
+            "reason": reason,
+            "message": message[:_MESSAGE_LIMIT],
+            "type": type,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self._instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._send(
             f"recording event {reason} on {kind} {namespace}/{name}",
-            self._core.create_namespaced_event,
-            namespace=namespace,
-            body=event,
+            "POST",
+            f"/api/v1/namespaces/{namespace}/events",
+            event,
+            "application/json",
         )

@@ -35,6 +35,11 @@ class OurPods:
     def include_pod(self, pod: Pod) -> bool:
         return self.include(labels=pod.metadata.labels, scheduler_name=pod.spec.schedulerName)
 
+    def offered(self, pod: Pod) -> bool:
+        """Whether kube-scheduler's profile of ours will offer the pod to the extender (its ``schedulerName``). A
+        gang member another scheduler places is kept whole (its gang is protected) but never planned for."""
+        return pod.spec.schedulerName in self.scheduler_names
+
 
 @dataclass(frozen=True, slots=True)
 class ForeignPod:

@@ -101,6 +101,15 @@ class ClusterStore:
         a watch decodes only what the store will keep."""
         return self._ours.include(labels=labels, scheduler_name=scheduler_name)
 
+    def offered(self, pod: Pod) -> bool:
+        """Whether our kube-scheduler profile offers ``pod`` to the extender (``OurPods.offered``)."""
+        return self._ours.offered(pod)
+
+    def gang_offered(self, gang: str) -> bool:
+        """Whether our profile offers any pod of the PodGang ``gang`` (namespace/name): only such a gang is worth
+        planning ahead; one whose pods another scheduler places must not hold capacity ours could use."""
+        return any(self._ours.offered(pod) for pod in self.pods_of_gang(gang))
+
     def mark_synced(self) -> None:
         """Every kind has been listed once: the mirror is complete enough to plan on."""
         with self._lock:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import socket
+import struct
 import sys
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +22,7 @@ from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, Targ
 if TYPE_CHECKING:
     from tests.fakeapi.server import FakeApiServer
 
-__all__ = ["QuietServer", "Request", "handler_for"]
+__all__ = ["Dropped", "QuietServer", "Request", "handler_for"]
 
 _MERGE_PATCH = "application/merge-patch+json"
 _TRUE = ("true", "True", "1")
@@ -36,6 +38,10 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]  # names lower-cased: HTTP header names are case-blind
     body: Any
+
+
+class Dropped(Exception):
+    """The request is answered by resetting its connection (``FakeApiServer.drop``)."""
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -79,6 +85,11 @@ class _Handler(BaseHTTPRequestHandler):
         except StatusError as err:
             code, body = err.code, err.body()
             gates = []
+        except Dropped:
+            # SO_LINGER 0: closing sends a TCP reset, as a crashed server or a load balancer cutting in does.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         # Gated requests have all read (or written) before any is answered: two clients surely saw the same state.
         self.api.pass_gates(gates)
         self._send(code, body)

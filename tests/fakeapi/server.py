@@ -1,9 +1,10 @@
 """The fake Kubernetes API server tests start: real HTTP on 127.0.0.1 over ``Store``, plus what tests steer.
 
 Tests seed and inspect state directly (``put``, ``apply``, ``get``, ``objects``, ``delete``), make history vanish
-(``compact``, ``expire_watches``, ``bookmark``), inject faults (``fail``), latency (``delay``) and races (``gate``),
-and read every request back (``requests``, ``requests_to``). Not implemented, on purpose: auth (tokens are only
-recorded), server-side apply, strategic merge and JSON patch.
+(``compact``, ``expire_watches``, ``bookmark``), inject faults (``fail``, ``drop``), latency (``delay``) and races
+(``gate``), and read every request back (``requests``, ``requests_to``). Serves HTTPS when given a server
+``ssl.SSLContext`` (``running(tls=...)``). Not implemented, on purpose: auth (tokens are only recorded), server-side
+apply, strategic merge and JSON patch.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -23,7 +25,7 @@ import yaml
 from kubernetes.client import ApiClient
 
 from scheduler.kube.connect import load_api_client
-from tests.fakeapi.http import QuietServer, Request, handler_for
+from tests.fakeapi.http import Dropped, QuietServer, Request, handler_for
 from tests.fakeapi.resources import StatusError
 from tests.fakeapi.store import Store
 
@@ -53,13 +55,17 @@ class _Gate:
 
 
 class FakeApiServer:
-    def __init__(self) -> None:
+    def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.store = Store()
         self._faults: list[_Fault] = []
+        self._drops: list[tuple[str, re.Pattern[str]]] = []
         self._delays: list[tuple[str, re.Pattern[str], float]] = []
         self._gates: list[_Gate] = []
         self.requests: list[Request] = []
         self._server = QuietServer(("127.0.0.1", 0), handler_for(self))
+        self.tls = tls is not None
+        if tls is not None:  # the handshake runs as each connection is accepted
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=functools.partial(self._server.serve_forever, poll_interval=0.05), name="fake-apiserver", daemon=True
         )
@@ -83,13 +89,19 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host!s}:{port}"
 
-    def write_kubeconfig(self, path: Path, *, token: str = "test-token") -> Path:
+    def write_kubeconfig(
+        self, path: Path, *, token: str = "test-token", ca: Path | None = None, server: str | None = None
+    ) -> Path:
+        """A kubeconfig for this server (or ``server``, a URL), trusting the CA certificate ``ca`` when given."""
+        cluster: dict[str, Any] = {"server": server or self.url}
+        if ca is not None:
+            cluster["certificate-authority"] = str(ca)
         document = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "fake", "user": {"token": token}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
             "current-context": "fake",
@@ -155,6 +167,11 @@ class FakeApiServer:
         with self.store.cond:
             self._faults.append(_Fault(method, re.compile(path), status, reason, message or reason, times))
 
+    def drop(self, method: str, path: str) -> None:
+        """Reset the connection of the next request whose path matches ``path`` instead of answering it."""
+        with self.store.cond:
+            self._drops.append((method, re.compile(path)))
+
     def delay(self, method: str, path: str, seconds: float) -> None:
         with self.store.cond:
             self._delays.append((method, re.compile(path), seconds))
@@ -180,6 +197,9 @@ class FakeApiServer:
             fault = next((f for f in self._faults if f.method == method and f.pattern.search(path) and f.times), None)
             if fault is not None:
                 fault.times -= 1
+            drop = next((d for d in self._drops if d[0] == method and d[1].search(path)), None)
+            if drop is not None:
+                self._drops.remove(drop)
             pause = sum(s for m, p, s in self._delays if m == method and p.search(path))
             gates = [g for g in self._gates if g.method == method and g.pattern.search(path)]
             for gate in gates:
@@ -188,6 +208,8 @@ class FakeApiServer:
             self._gates = [g for g in self._gates if g.taken < g.barrier.parties]
         if pause:
             time.sleep(pause)
+        if drop is not None:
+            raise Dropped(path)
         if fault is not None:
             raise StatusError(fault.status, fault.reason, fault.message)
         return [gate.barrier for gate in gates]
@@ -209,9 +231,11 @@ def connected(server: FakeApiServer, directory: Path) -> Iterator[ApiClient]:
 
 
 @contextmanager
-def running(seed: Iterable[tuple[str, dict[str, Any]]] = ()) -> Iterator[FakeApiServer]:
-    """A started fake holding ``seed`` (resource, object) pairs; stopped on exit."""
-    server = FakeApiServer().start()
+def running(
+    seed: Iterable[tuple[str, dict[str, Any]]] = (), *, tls: ssl.SSLContext | None = None
+) -> Iterator[FakeApiServer]:
+    """A started fake holding ``seed`` (resource, object) pairs, over HTTPS with ``tls``; stopped on exit."""
+    server = FakeApiServer(tls=tls).start()
     for resource, obj in seed:
         server.put(resource, obj)
     try:

@@ -253,3 +253,26 @@ def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
     assert not any(t.is_alive() for t in threads)
     # Far below the 300 s watch time-out, far above any stall of a loaded machine.
     assert time.monotonic() - started < 30, "a parked watch was not interrupted"
+
+
+def test_a_heartbeat_moves_the_resume_point_but_not_the_store(
+    fake: FakeApiServer, watching: tuple[CountingStore, threading.Event]
+) -> None:
+    store, _ = watching
+    wait_for(lambda: store.synced_calls == 1)
+    heard: list[tuple[str, str]] = []
+    store.subscribe(lambda kind, event_type, obj: heard.append((kind, event_type)) if kind == "Node" else None)
+    node = fake.get(NODES, "gpu-0")
+    assert node is not None
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-26T08:00:00Z"}]
+    node["metadata"]["labels"]["rack"] = "r7"
+    fake.put(NODES, node)  # the label: decoded
+    wait_for(lambda: (n := store.node("gpu-0")) is not None and n.metadata.labels.get("rack") == "r7")
+    node["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-26T08:00:10Z"
+    fake.put(NODES, node)  # a heartbeat: nothing the store keeps
+    heartbeat_version = str(fake.resource_version)
+    # watch_timeout=2: the open watch ends within ~2 s and the next resumes from the last version it read.
+    wait_for(
+        lambda: any(r.query.get("resourceVersion") == heartbeat_version for r in fake.requests_to("GET", r"/nodes$"))
+    )
+    assert heard == [("Node", "MODIFIED")], "the heartbeat reached no listener"

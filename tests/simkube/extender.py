@@ -60,7 +60,7 @@ class _Writer:
             raise WriteError("connection lost: the extender process is gone")
         return self._process.api
 
-    def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         self._api().bind(namespace=namespace, name=name, uid=uid, node=node)
 
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
