@@ -76,7 +76,8 @@ def _peak(vectors: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return peak
 
 
-def _priority(pods: Iterable[Pod]) -> int:
+def gang_priority(pods: Iterable[Pod]) -> int:
+    """A gang's priority from its pods (the rule in the module docstring): what orders a queue of gangs."""
     return max((pod.spec.priority for pod in pods if pod.spec.priority is not None), default=0)
 
 
@@ -202,7 +203,7 @@ def _translate(
         name=name,
         groups=tuple(groups),
         packs=packs,
-        priority=_priority(pod for group in members for pod in group.pods),
+        priority=gang_priority(pod for group in members for pod in group.pods),
     )
 
 

@@ -23,11 +23,11 @@ from placement.batch import plan_batch
 from placement.request import ClusterView, Result, SolveOptions, Status
 from scheduler.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.coordinator.gang_table import GangTable
-from scheduler.coordinator.members import GangRef, gang_members
+from scheduler.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.coordinator.metrics import CoordinatorMetrics
 from scheduler.coordinator.planner import Translated, free_capacity, translate
 from scheduler.coordinator.topology_cache import TopologyCache
-from scheduler.gang_request import GangNotReady, GangRequestError
+from scheduler.gang_request import GangNotReady, GangRequestError, gang_priority
 from scheduler.state.store import ClusterStore
 
 __all__ = ["HeadPlanner"]
@@ -92,13 +92,22 @@ class HeadPlanner:
         """Plan the head of ``queue`` (oldest first) in one model and commit every outcome; returns why ``ref``
         was not placed (None when it was, or when it is beyond the head and left waiting as it was)."""
         now = self._clock()
-        waiting: list[_Waiting] = []
-        reasons: dict[str, str | None] = {}
-        for queued in queue:
-            basis = self._table.planning_basis(queued, now=now)
+        # The head is chosen before anything is translated: translating (eligibility over every node) and reading
+        # each gang's basis cost far more than the model, and the queue can hold hundreds of gangs.
+        candidates: list[tuple[int, int, GangRef, GangMembers]] = []
+        for position, queued in enumerate(queue):
             members = gang_members(self._store, queued)
             if isinstance(members, str):
                 continue  # its PodGang went away meanwhile
+            priority = gang_priority(pod for group in members.groups for pod in group.pods)
+            candidates.append((-priority, position, queued, members))
+        candidates.sort(key=lambda c: (c[0], c[1]))  # by priority, then age: plan_batch's own order
+        waiting: list[_Waiting] = []
+        reasons: dict[str, str | None] = {}
+        for _, _, queued, members in candidates:
+            if len(waiting) == self._size:
+                break  # the rest are beyond the head: left waiting as they are
+            basis = self._table.planning_basis(queued, now=now)
             try:
                 gang = translate(members=members, facts=dict(basis.bound), excluded=basis.excluded, store=self._store)
             except GangRequestError as err:
