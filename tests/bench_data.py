@@ -24,3 +24,14 @@ def write_mini_traces(root: Path) -> Path:
     nodes += [f"A10,1,128,{i}" for i in range(40)] + [f"A100-SXM4-80GB,8,128,{100 + i}" for i in range(40)]
     (spot / "node_info_df.csv").write_text("\n".join(nodes) + "\n")
     return root
+
+
+def small_h100_snapshot(root: Path) -> Path:
+    """A dgx-h100 snapshot of 10 gangs drawn from the mini traces (seed 2), written under ``root``: small enough for
+    the CLI tests to replay and fill in seconds."""
+    from benchmarks.generate.scenarios import build
+    from scheduler.snapshot import dump_snapshot
+
+    path = root / "h100.json.gz"
+    dump_snapshot(build("dgx-h100", seed=2, data_dir=write_mini_traces(root / "data"), gangs=10), path)
+    return path

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.generate.scenarios import build
 from scheduler.cli import main
 from scheduler.snapshot import dump_snapshot
-from tests.bench_data import write_mini_traces
+from tests.bench_data import small_h100_snapshot, write_mini_traces
 from tests.conftest import REPO_ROOT
 
 ISSUE_KEYS = {
@@ -33,10 +33,7 @@ ISSUE_KEYS = {
 
 @pytest.fixture(scope="module")
 def snapshot_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("cli")
-    path = root / "h100.json.gz"
-    dump_snapshot(build("dgx-h100", seed=2, data_dir=write_mini_traces(root / "data"), gangs=10), path)
-    return path
+    return small_h100_snapshot(tmp_path_factory.mktemp("cli"))
 
 
 def test_bench_writes_table_json_and_plot(

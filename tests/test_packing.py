@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.generate.scenarios import build
 from placement import ClusterView, GangRequest, SolveOptions
 from scheduler.cli import main
 from scheduler.packing.fgd import fgd_fragmented_gpus, typical_pods
 from scheduler.packing.fill import FillRun, fill
 from scheduler.packing.templates import templates_from_trace
 from scheduler.replay.fragmentation import make_fragmentation
-from scheduler.snapshot import dump_snapshot
-from tests.bench_data import write_mini_traces
+from tests.bench_data import small_h100_snapshot, write_mini_traces
 from tests.placement.cluster import CLIQUE, GPU, gang, group, hosts, pack, view
 
 FILL_KEYS = {
@@ -88,10 +86,7 @@ def test_an_openb_pod_list_gives_one_single_pod_gang_per_gpu_pod(tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def snapshot_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("fill")
-    path = root / "h100.json.gz"
-    dump_snapshot(build("dgx-h100", seed=2, data_dir=write_mini_traces(root / "data"), gangs=10), path)
-    return path
+    return small_h100_snapshot(tmp_path_factory.mktemp("fill"))
 
 
 def test_bench_fill_writes_table_json_and_plot(
