@@ -1,14 +1,15 @@
 """The head of the waiting queue planned together (``serve --batch-size K``, K > 1): queue-aware planning.
 
-The gangs waiting for a first placement — a PodGang with nothing planned, ready or bound and no decision that
-still holds — are handed to ``placement.batch.plan_batch`` together, oldest PodGang first, and it plans the first
-K by priority, then age, in one model: which start now and where. Each outcome goes through the same
-``GangTable`` transitions a one-gang plan uses: a ``Placed`` gang's plan is committed (``planned``: its
-reservations keep the capacity from every gang still waiting), a ``Deferred`` gang waits with the reason
-(``waiting``; it is planned again when capacity frees or the gang changes), and an infeasible, timed-out or
+The gangs waiting for a first placement — a PodGang with nothing planned, ready or bound and no decision that still
+holds — are ordered by priority, then PodGang age; the first K that can be translated are handed to
+``placement.batch.plan_batch``, which decides in one model which start now and where. Only those K are translated:
+translation (eligibility over every node) costs more than the model, and hundreds of gangs may wait. Each outcome
+goes through the same ``GangTable`` transitions a one-gang plan uses: a ``Placed`` gang's plan is committed
+(``planned``: its reservations keep the capacity from every gang still waiting), a ``Deferred`` gang waits with the
+reason (``waiting``; it is planned again when capacity frees or the gang changes), and an infeasible, timed-out or
 invalid one is refused (``infeasible``). Gangs beyond the head are left as they are. Gangs under way (members
-planned, ready or bound) and gangs of one keep the one-gang planning of ``planning``, which disturbs what they
-hold as little as it can.
+planned, ready or bound) and gangs of one keep the one-gang planning of ``planning``, which disturbs what they hold
+as little as it can.
 """
 
 from __future__ import annotations
