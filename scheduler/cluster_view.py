@@ -47,11 +47,9 @@ def load_levels_file(path: str | Path) -> tuple[Level, ...]:
     """
     source = str(path)
     try:
-        document: Any = parse_text(Path(path).read_bytes().decode("utf-8"))
+        document: Any = parse_text(Path(path).read_bytes())
     except OSError as err:
         raise LevelsError(f"levels file {source}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise LevelsError(f"levels file {source}: not UTF-8 text (byte {err.start})") from None
     except UnreadableText as err:
         raise LevelsError(f"levels file {source}: {err}") from None
     if isinstance(document, Mapping) and document.get("kind") == "ClusterTopologyBinding":

@@ -62,8 +62,18 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
-def parse_text(text: str) -> Any:
-    """One JSON value or YAML document."""
+def _text(raw: str | bytes) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UnreadableText(f"not UTF-8 text (byte {err.start})") from None
+
+
+def parse_text(raw: str | bytes) -> Any:
+    """One JSON value or YAML document (bytes must be UTF-8)."""
+    text = _text(raw)
     try:
         if text.lstrip()[:1] in ("{", "["):
             return json.loads(text)
@@ -77,8 +87,9 @@ def parse_text(text: str) -> Any:
         raise UnreadableText(f"not valid JSON or YAML: {_one_line(err)}") from None
 
 
-def parse_stream(text: str) -> list[Any]:
-    """Every non-empty document of a YAML stream (``---``-separated; JSON is one document)."""
+def parse_stream(raw: str | bytes) -> list[Any]:
+    """Every non-empty document of a YAML stream (``---``-separated; JSON is one document; bytes must be UTF-8)."""
+    text = _text(raw)
     try:
         return [doc for doc in yaml.load_all(text, Loader=_BoundedAliasLoader) if doc is not None]
     except UnreadableText:

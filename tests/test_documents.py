@@ -55,6 +55,12 @@ def test_unreadable_text_is_one_line(text: str, reason: str) -> None:
     assert reason in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_bytes_must_be_utf8() -> None:
+    assert parse_text(b"kind: Pod\n") == {"kind": "Pod"}
+    with pytest.raises(UnreadableText, match=r"not UTF-8 text \(byte 6\)"):
+        parse_stream(b"kind: \xff\n")
+
+
 def test_a_stream_keeps_its_non_empty_documents() -> None:
     assert parse_stream("---\nkind: A\n---\n---\nkind: B\n") == [{"kind": "A"}, {"kind": "B"}]
     with pytest.raises(UnreadableText, match="nested too deeply"):

@@ -77,11 +77,9 @@ def _load(path: Path) -> list[dict[str, Any]]:
     try:
         if path.stat().st_size > _MAX_FILE_BYTES:
             raise DryRunRejected(f"{path}: larger than {_MAX_FILE_BYTES // 2**20} MiB; not a PodCliqueSet file")
-        documents = parse_stream(path.read_bytes().decode("utf-8"))
+        documents = parse_stream(path.read_bytes())
     except OSError as err:
         raise DryRunRejected(f"{path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise DryRunRejected(f"{path}: not UTF-8 text (byte {err.start})") from None
     except UnreadableText as err:
         raise DryRunRejected(f"{path}: {err}") from None
     objects: list[dict[str, Any]] = []
