@@ -32,6 +32,7 @@ from api.kube import Node, Pod
 from scheduler.documents import UnreadableText, parse_text
 
 __all__ = [
+    "DURATION_ANNOTATION",
     "MAX_DEPTH",
     "MAX_SNAPSHOT_BYTES",
     "Snapshot",
@@ -50,6 +51,9 @@ _LIMIT_VARIABLE = "GROVE_EXTENDER_MAX_SNAPSHOT_BYTES"
 
 MAX_DEPTH = 64
 """Deepest nesting of a Grove object (a PodCliqueSet's pod template is about 15 deep)."""
+
+DURATION_ANNOTATION = "grove-extender/duration-seconds"
+"""A PodGang's run time in seconds, for replays (its arrival is ``metadata.creationTimestamp``)."""
 
 _KINDS: dict[str, type[BaseModel]] = {
     "Node": Node,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.replay.decision import DecisionStep
-from scheduler.replay.engine import GangRun, ReplayOutcome, replay
-from scheduler.replay.ledger import Ledger, OvercommitError
+from benchmarks.replay.decision import DecisionStep
+from benchmarks.replay.engine import GangRun, ReplayOutcome, replay
+from benchmarks.replay.ledger import Ledger, OvercommitError
 from tests.replay_fakes import FirstFitGang, FirstFitPodByPod, Overcommitter, gang, host, workload
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from benchmarks.generate.nodes import GPU
 from benchmarks.generate.shapes import GangShape, Role
+from scheduler.snapshot import DURATION_ANNOTATION
 
-DURATION_ANNOTATION = "grove-extender/duration-seconds"
 KIND_ANNOTATION = "grove-extender/workload-kind"
 _UUID_NS = uuid.UUID("0e7c9d1c-3b8a-4f6e-a2d4-5c9b1e7f3a20")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.reconcile.names import ANNOTATION_TOPOLOGY_NAME
-from scheduler.replay.loading import DURATION_ANNOTATION
+from scheduler.snapshot import DURATION_ANNOTATION
 
 __all__ = ["KEPT_ANNOTATIONS", "scrub"]
 

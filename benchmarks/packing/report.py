@@ -1,5 +1,5 @@
 """A fill run's figures: the JSON keys per policy (means over seeds) and a Markdown table (the plot is in
-``scheduler.packing.plot``: matplotlib is the optional 'bench' extra)."""
+``benchmarks.packing.plot``: matplotlib is the optional 'bench' extra)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.packing.fill import FillRun
-from scheduler.replay.report import cell
+from benchmarks.packing.fill import FillRun
+from benchmarks.replay.report import cell
 
 __all__ = ["fill_table", "summarise_fill"]
 

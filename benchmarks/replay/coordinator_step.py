@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, PodRef
 from api.kube import Node, Pod
+from benchmarks.replay.decision import Decision, Free
+from benchmarks.replay.solve_step import solve_options
+from benchmarks.replay.workload import ReplayGang
 from placement import GangRequest, GroupRequest, solve
 from scheduler.cluster_writer import InMemoryClusterWriter
 from scheduler.coordinator import Coordinator, CoordinatorConfig
-from scheduler.replay.decision import Decision, Free
-from scheduler.replay.solve_step import solve_options
-from scheduler.replay.workload import ReplayGang
 from scheduler.state.store import ClusterStore
 
 _DAY = 86_400.0

@@ -9,15 +9,15 @@ from typing import Any
 
 from rich.progress import Progress
 
+from benchmarks.packing.fgd import typical_pods
+from benchmarks.packing.fill import fill
+from benchmarks.packing.report import summarise_fill
+from benchmarks.packing.templates import templates_from, templates_from_snapshot
+from benchmarks.replay.fragmentation import make_fragmentation
+from benchmarks.replay.loading import load_workload
+from benchmarks.replay.solve_step import solve_options
 from placement import SolveOptions
 from placement.shapes import shapes_of
-from scheduler.packing.fgd import typical_pods
-from scheduler.packing.fill import fill
-from scheduler.packing.report import summarise_fill
-from scheduler.packing.templates import templates_from, templates_from_snapshot
-from scheduler.replay.fragmentation import make_fragmentation
-from scheduler.replay.loading import load_workload
-from scheduler.replay.solve_step import solve_options
 from scheduler.snapshot import load_snapshot
 
 __all__ = ["fill_snapshot"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 
+from benchmarks.replay.decision import Decision, Free
+from benchmarks.replay.workload import ReplayGang
 from placement import ClusterView, GangRequest, SolveOptions, Status
 from placement.batch import plan_batch
 from placement.shapes import shapes_of
-from scheduler.replay.decision import Decision, Free
-from scheduler.replay.workload import ReplayGang
 from topology import Topology
 
 __all__ = ["BatchStep"]

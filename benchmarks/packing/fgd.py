@@ -10,7 +10,7 @@ cluster's the sum over nodes:
 Tasks here are the pods of the fill's gang templates (GPU pods only, as FGD's typical tasks are), each distinct
 (GPUs, CPU, memory) demand weighted by its share of the pods. FGD counts a pod on its own: a pod that fits a
 node counts nothing there even if its gang could never be placed — which is why we report it beside our own
-measure (free GPUs no gang of the workload could use, ``scheduler.replay.fragmentation``), not instead of it.
+measure (free GPUs no gang of the workload could use, ``benchmarks.replay.fragmentation``), not instead of it.
 """
 
 from __future__ import annotations

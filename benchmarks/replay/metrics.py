@@ -29,8 +29,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.replay.engine import GangRun, ReplayOutcome
-from scheduler.replay.quality import honours_required, nvlink_level
+from benchmarks.replay.engine import GangRun, ReplayOutcome
+from benchmarks.replay.quality import honours_required, nvlink_level
 from topology import Topology
 
 GPU = "nvidia.com/gpu"

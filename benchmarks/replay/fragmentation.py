@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from benchmarks.replay.engine import Fragmentation
 from placement.request import GangRequest
-from scheduler.replay.engine import Fragmentation
 from topology import Topology
 from topology.graph import UNKNOWN
 

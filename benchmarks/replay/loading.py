@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from benchmarks.replay.workload import ReplayGang, Workload
 from scheduler.cluster_view import build_topology, holds_capacity
 from scheduler.gang_request import GangRequestError, gang_request
-from scheduler.replay.workload import ReplayGang, Workload
-from scheduler.snapshot import Snapshot
+from scheduler.snapshot import DURATION_ANNOTATION, Snapshot
 from topology import Level, Topology
-
-DURATION_ANNOTATION = "grove-extender/duration-seconds"
 
 
 class WorkloadError(ValueError):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
+from benchmarks.replay.decision import Decision, Free
+from benchmarks.replay.workload import ReplayGang
 from placement import ClusterView, GangRequest, SolveOptions, Status, solve
-from scheduler.replay.decision import Decision, Free
-from scheduler.replay.workload import ReplayGang
 from topology import Topology
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from placement.request import GangRequest
 
 if TYPE_CHECKING:
-    from scheduler.replay.workload import ReplayGang
+    from benchmarks.replay.workload import ReplayGang
 
 Free = Mapping[str, Mapping[str, int]]
 

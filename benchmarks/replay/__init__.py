@@ -6,5 +6,5 @@ refuses any overcommit (``ledger``), the event loop (``engine``), the one decisi
 with its two adapters — through the gang coordinator ``serve`` runs (``coordinator_step``) or straight to
 ``placement.solve`` (``solve_step``) — and the figures of a run (``metrics``, ``quality``, ``fragmentation``,
 ``report``, ``plot``). Does not own placement (``placement``), the coordinator (``scheduler.coordinator``) nor the
-CLI wiring (``scheduler.cli.bench``).
+CLI wiring (``benchmarks.cli``).
 """

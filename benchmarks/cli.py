@@ -1,6 +1,9 @@
-"""``grove-extender bench``: replay snapshots through placement policies side by side (see ``scheduler.replay``),
+"""``grove-extender bench``: replay snapshots through placement policies side by side (see ``benchmarks.replay``),
 or, with ``--fill``, pack each snapshot's cluster with gangs of its (or a trace's) shapes until the first one does
-not fit (see ``scheduler.packing``)."""
+not fit (see ``benchmarks.packing``).
+
+Registered as the ``bench`` entry point of ``grove_extender.commands`` (pyproject.toml): ``scheduler.cli`` lists it
+beside its own subcommands without importing the benchmarks, and an install without them has no ``bench``."""
 
 from __future__ import annotations
 
@@ -14,21 +17,21 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchmarks.packing.report import fill_table
+from benchmarks.packing.run import fill_snapshot
+from benchmarks.packing.templates import TemplateError
+from benchmarks.replay.batch_step import BatchStep
+from benchmarks.replay.coordinator_step import CoordinatorStep
+from benchmarks.replay.decision import BatchDecisionStep, DecisionStep
+from benchmarks.replay.engine import replay
+from benchmarks.replay.fragmentation import make_fragmentation
+from benchmarks.replay.loading import WorkloadError, load_workload
+from benchmarks.replay.metrics import summarise
+from benchmarks.replay.quality import make_domain_probe
+from benchmarks.replay.report import markdown_table
+from benchmarks.replay.solve_step import POD_BY_POD, SolveStep, solve_options
 from placement import POLICIES
 from scheduler.cluster_view import holds_capacity
-from scheduler.packing.report import fill_table
-from scheduler.packing.run import fill_snapshot
-from scheduler.packing.templates import TemplateError
-from scheduler.replay.batch_step import BatchStep
-from scheduler.replay.coordinator_step import CoordinatorStep
-from scheduler.replay.decision import BatchDecisionStep, DecisionStep
-from scheduler.replay.engine import replay
-from scheduler.replay.fragmentation import make_fragmentation
-from scheduler.replay.loading import WorkloadError, load_workload
-from scheduler.replay.metrics import summarise
-from scheduler.replay.quality import make_domain_probe
-from scheduler.replay.report import markdown_table
-from scheduler.replay.solve_step import POD_BY_POD, SolveStep, solve_options
 from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
 from topology import Topology
 
@@ -157,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
         # Imported here: matplotlib is the 'bench' extra, absent from the runtime image. Checked before the replays,
         # so a missing extra costs the user a second, not a whole benchmark.
         try:
-            from scheduler.packing.plot import write_fill_plot
-            from scheduler.replay.plot import write_plot
+            from benchmarks.packing.plot import write_fill_plot
+            from benchmarks.replay.plot import write_plot
         except ImportError:
             console.print(PLOT_HINT, style="red", markup=False, soft_wrap=True)
             return 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from benchmarks.replay.loading import load_workload
 from placement import GangRequest, GroupRequest
-from scheduler.replay.loading import load_workload
 from scheduler.snapshot import Snapshot, load_snapshot
 
 __all__ = ["TemplateError", "templates_from", "templates_from_snapshot", "templates_from_trace"]

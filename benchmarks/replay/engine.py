@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from benchmarks.replay.decision import BatchDecisionStep, Decision, DecisionStep
+from benchmarks.replay.ledger import GPU, Ledger
+from benchmarks.replay.workload import ReplayGang, Workload
 from placement.request import GangRequest
-from scheduler.replay.decision import BatchDecisionStep, Decision, DecisionStep
-from scheduler.replay.ledger import GPU, Ledger
-from scheduler.replay.workload import ReplayGang, Workload
 
 _COMPLETION, _ARRIVAL = 0, 1
 

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from benchmarks.packing.fgd import Demand, fgd_fragmented_gpus
+from benchmarks.replay.quality import honours_required
 from placement import ClusterView, GangRequest, SolveOptions, Status, WorkloadShape, solve, violations
-from scheduler.packing.fgd import Demand, fgd_fragmented_gpus
-from scheduler.replay.quality import honours_required
 from topology import Topology
 
 __all__ = ["FillRun", "fill"]
