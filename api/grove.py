@@ -21,10 +21,24 @@ from pydantic import (
 )
 
 __all__ = [
+    "ANNOTATION_TOPOLOGY_NAME",
     "GANG_GATE",
+    "GROVE_API_PATH",
+    "GROVE_API_VERSION",
     "GROVE_GROUP",
+    "GROVE_VERSION",
+    "LABEL_BASE_PODGANG",
+    "LABEL_PCSG",
+    "LABEL_PCSG_REPLICA_INDEX",
+    "LABEL_PCS_REPLICA_INDEX",
+    "LABEL_PODCLIQUE",
     "LABEL_PODGANG",
+    "LABEL_POD_INDEX",
+    "LABEL_SCHEDULER_NAME",
+    "LABEL_TEMPLATE_HASH",
     "MAX_GROUP_PODS",
+    "SCHEDULER_API_PATH",
+    "SCHEDULER_API_VERSION",
     "SCHEDULER_GROUP",
     "AutoScalingConfig",
     "ClusterTopologyBinding",
@@ -44,9 +58,28 @@ __all__ = [
     "TopologyLevel",
 ]
 
-SCHEDULER_GROUP = "scheduler.grove.io"
+# Grove's API groups (PodCliqueSets and their children in one, PodGangs in the other), their one version, and the
+# REST paths they are served under. Defined here once: the watches, the writers, the reconciler and the snapshot
+# lister all address Grove's objects through these.
 GROVE_GROUP = "grove.io"
+SCHEDULER_GROUP = "scheduler.grove.io"
+GROVE_VERSION = "v1alpha1"
+GROVE_API_VERSION = f"{GROVE_GROUP}/{GROVE_VERSION}"
+SCHEDULER_API_VERSION = f"{SCHEDULER_GROUP}/{GROVE_VERSION}"
+GROVE_API_PATH = f"/apis/{GROVE_API_VERSION}"
+SCHEDULER_API_PATH = f"/apis/{SCHEDULER_API_VERSION}"
+
+# Grove's label and annotation keys, as its operator sets them, and the scheduling gate its pods are created with.
 LABEL_PODGANG = "grove.io/podgang"
+LABEL_BASE_PODGANG = "grove.io/base-podgang"
+LABEL_PODCLIQUE = "grove.io/podclique"
+LABEL_PCS_REPLICA_INDEX = "grove.io/podcliqueset-replica-index"
+LABEL_PCSG = "grove.io/podcliquescalinggroup"
+LABEL_PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+LABEL_POD_INDEX = "grove.io/podclique-pod-index"
+LABEL_TEMPLATE_HASH = "grove.io/pod-template-hash"
+LABEL_SCHEDULER_NAME = "grove.io/scheduler-name"
+ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
 GANG_GATE = "grove.io/podgang-pending-creation"
 
 MAX_GROUP_PODS = 10_000
@@ -161,7 +194,7 @@ class PodGangStatus(_Kept):
 
 
 class PodGang(_Kept):
-    apiVersion: str = f"{SCHEDULER_GROUP}/v1alpha1"
+    apiVersion: str = SCHEDULER_API_VERSION
     kind: Literal["PodGang"] = "PodGang"
     metadata: GroveMeta
     spec: PodGangSpec
@@ -248,7 +281,7 @@ class PodCliqueSetSpec(_Kept):
 
 
 class PodCliqueSet(_Kept):
-    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    apiVersion: str = GROVE_API_VERSION
     kind: Literal["PodCliqueSet"] = "PodCliqueSet"
     metadata: GroveMeta
     spec: PodCliqueSetSpec
@@ -270,7 +303,7 @@ class ClusterTopologyBindingSpec(_Kept):
 
 
 class ClusterTopologyBinding(_Kept):
-    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    apiVersion: str = GROVE_API_VERSION
     kind: Literal["ClusterTopologyBinding"] = "ClusterTopologyBinding"
     metadata: GroveMeta
     spec: ClusterTopologyBindingSpec

@@ -36,6 +36,8 @@ ResourceVector = dict[str, int]
 """Resource name → integer units (millicores for ``cpu``, bytes for ``memory``, counts otherwise)."""
 
 GPU = "nvidia.com/gpu"
+"""The GPU resource, as NVIDIA's device plugin names it. ``topology.graph.GPU_RESOURCE`` spells it too: topology
+imports nothing of ours."""
 
 
 class _Model(BaseModel):

@@ -27,13 +27,13 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from api.kube import GPU
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
 from placement.batch import plan_batch
 from placement.shapes import shapes_of
 from placement.validation import batch_violations
 from topology import HostSpec, Topology
 
-GPU = "nvidia.com/gpu"
 CLIQUE = "nvidia.com/gpu.clique"
 LEAF = "network.topology.nvidia.com/leaf"
 ZONE = "topology.kubernetes.io/zone"

@@ -37,12 +37,13 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from api.grove import LABEL_PODCLIQUE, LABEL_PODGANG, SCHEDULER_API_VERSION
+from api.kube import GPU
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import free_port
 from scheduler.cli.certs import issue
 from scheduler.snapshot import dump_snapshot
 
-GPU = "nvidia.com/gpu"
 CLIQUE = "nvidia.com/gpu.clique"
 
 
@@ -74,7 +75,7 @@ def make_cluster(
         names = [f"{gang}-w{k}" for k in range(pods_per_gang)]
         items.append(
             {
-                "apiVersion": "scheduler.grove.io/v1alpha1",
+                "apiVersion": SCHEDULER_API_VERSION,
                 "kind": "PodGang",
                 "metadata": {"name": gang, "namespace": "default"},
                 "spec": {
@@ -103,8 +104,8 @@ def _pod(name: str, gang: str, gpus: int) -> dict[str, Any]:
             "namespace": "default",
             "uid": f"uid-{name}",
             "labels": {
-                "grove.io/podgang": gang,
-                "grove.io/podclique": f"{gang}-worker",
+                LABEL_PODGANG: gang,
+                LABEL_PODCLIQUE: f"{gang}-worker",
                 "app.kubernetes.io/part-of": gang,
                 "app.kubernetes.io/managed-by": "grove-operator",
             },
@@ -218,7 +219,7 @@ async def _drive(
     calls = {"filter": 0, "bind": 0, "bind_error": 0}
     # Encoded up front: kube-scheduler's encoding is not what we measure.
     bodies = [json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode() for pod in pods]
-    gang_of = [pod["metadata"]["labels"]["grove.io/podgang"] for pod in pods]
+    gang_of = [pod["metadata"]["labels"][LABEL_PODGANG] for pod in pods]
     filters = await _Connection.open(port, tls)  # kube-scheduler's filter path is sequential: one connection
     watch = await _Connection.open(debug_port)  # /debug/gangs and /metrics live on the debug port only
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from api.kube import GPU
 from benchmarks.packing.fgd import Demand, fgd_fragmented_gpus
 from benchmarks.replay.quality import honours_required
 from placement import ClusterView, GangRequest, SolveOptions, Status, WorkloadShape, solve, violations
@@ -16,7 +17,6 @@ from topology import Topology
 
 __all__ = ["FillRun", "fill"]
 
-GPU = "nvidia.com/gpu"
 Free = Mapping[str, Mapping[str, int]]
 
 

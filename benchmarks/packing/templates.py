@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from api.kube import GPU
 from benchmarks.replay.loading import load_workload
 from placement import GangRequest, GroupRequest
 from scheduler.snapshot import Snapshot, load_snapshot
 
 __all__ = ["TemplateError", "templates_from", "templates_from_snapshot", "templates_from_trace"]
 
-GPU = "nvidia.com/gpu"
 MEBIBYTE = 1024 * 1024
 
 

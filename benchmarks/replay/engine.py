@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from api.kube import GPU
 from benchmarks.replay.decision import BatchDecisionStep, Decision, DecisionStep
-from benchmarks.replay.ledger import GPU, Ledger
+from benchmarks.replay.ledger import Ledger
 from benchmarks.replay.workload import ReplayGang, Workload
 from placement.request import GangRequest
 

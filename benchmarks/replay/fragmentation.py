@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from api.kube import GPU
 from benchmarks.replay.engine import Fragmentation
 from placement.request import GangRequest
 from topology import Topology
 from topology.graph import UNKNOWN
-
-GPU = "nvidia.com/gpu"
 
 
 def level_for_key(topology: Topology, key: str) -> str | None:

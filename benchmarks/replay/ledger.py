@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-GPU = "nvidia.com/gpu"
+from api.kube import GPU
 
 Vector = Mapping[str, int]
 

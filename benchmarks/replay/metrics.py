@@ -29,11 +29,11 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from api.kube import GPU
 from benchmarks.replay.engine import GangRun, ReplayOutcome
 from benchmarks.replay.quality import honours_required, nvlink_level
 from topology import Topology
 
-GPU = "nvidia.com/gpu"
 LEAF_LEVEL = "leaf"
 TIMELINE_POINTS = 200
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from api.kube import GPU
 from placement.request import GangRequest
 from topology import Topology
 from topology.levels import NVLINK_LEVEL
-
-GPU = "nvidia.com/gpu"
 
 
 def honours_required(request: GangRequest, bound: Mapping[str, str], topology: Topology) -> bool:

@@ -8,11 +8,9 @@ from datetime import datetime
 from functools import cached_property
 
 from api.grove import PodGang
-from api.kube import Pod
+from api.kube import GPU, Pod
 from placement.request import GangRequest
 from topology import HostSpec
-
-GPU = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from api.grove import GROVE_API_VERSION, SCHEDULER_API_VERSION
 from scheduler.kube.connect import READ_TIMEOUT
 
 __all__ = [
@@ -73,10 +74,10 @@ NODES = Resource(kind="Node", api_version="v1", plural="nodes")
 PODS = Resource(
     kind="Pod", api_version="v1", plural="pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
 )
-PODGANGS = Resource(kind="PodGang", api_version="scheduler.grove.io/v1alpha1", plural="podgangs")
-PODCLIQUESETS = Resource(kind="PodCliqueSet", api_version="grove.io/v1alpha1", plural="podcliquesets")
+PODGANGS = Resource(kind="PodGang", api_version=SCHEDULER_API_VERSION, plural="podgangs")
+PODCLIQUESETS = Resource(kind="PodCliqueSet", api_version=GROVE_API_VERSION, plural="podcliquesets")
 CLUSTER_TOPOLOGY_BINDINGS = Resource(
-    kind="ClusterTopologyBinding", api_version="grove.io/v1alpha1", plural="clustertopologybindings"
+    kind="ClusterTopologyBinding", api_version=GROVE_API_VERSION, plural="clustertopologybindings"
 )
 
 

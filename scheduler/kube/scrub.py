@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scheduler.reconcile.names import ANNOTATION_TOPOLOGY_NAME
+from api.grove import ANNOTATION_TOPOLOGY_NAME
 from scheduler.snapshot import DURATION_ANNOTATION
 
 __all__ = ["KEPT_ANNOTATIONS", "scrub"]

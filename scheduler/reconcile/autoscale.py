@@ -8,10 +8,10 @@ validation refuses an ``autoScalingConfig`` on a clique inside a scaling group (
 
 from __future__ import annotations
 
-from api.grove import AutoScalingConfig, PodCliqueSet
+from api.grove import GROVE_API_VERSION, AutoScalingConfig, PodCliqueSet
 from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
 from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.names import COMPONENT_HPA, GROVE_API_VERSION, LABEL_COMPONENT, LABEL_NAME, grove_labels
+from scheduler.reconcile.names import COMPONENT_HPA, LABEL_COMPONENT, LABEL_NAME, grove_labels
 
 __all__ = ["hpa_objects"]
 

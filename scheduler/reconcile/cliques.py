@@ -13,22 +13,24 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from api.grove import PodCliqueSet
-from scheduler.reconcile.desired import CliquePlan, GroupPlan
-from scheduler.reconcile.names import (
+from api.grove import (
     ANNOTATION_TOPOLOGY_NAME,
-    COMPONENT_PCS_PODCLIQUE,
-    COMPONENT_PCSG,
-    COMPONENT_PCSG_PODCLIQUE,
     GROVE_API_VERSION,
     LABEL_BASE_PODGANG,
-    LABEL_COMPONENT,
-    LABEL_NAME,
     LABEL_PCS_REPLICA_INDEX,
     LABEL_PCSG,
     LABEL_PCSG_REPLICA_INDEX,
     LABEL_PODGANG,
     LABEL_TEMPLATE_HASH,
+    PodCliqueSet,
+)
+from scheduler.reconcile.desired import CliquePlan, GroupPlan
+from scheduler.reconcile.names import (
+    COMPONENT_PCS_PODCLIQUE,
+    COMPONENT_PCSG,
+    COMPONENT_PCSG_PODCLIQUE,
+    LABEL_COMPONENT,
+    LABEL_NAME,
     grove_labels,
 )
 

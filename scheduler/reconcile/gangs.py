@@ -9,19 +9,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api.grove import SCHEDULER_GROUP, PodCliqueSet, PodGangTopologyConstraint
+from api.grove import (
+    ANNOTATION_TOPOLOGY_NAME,
+    LABEL_PCS_REPLICA_INDEX,
+    LABEL_PODGANG,
+    LABEL_SCHEDULER_NAME,
+    SCHEDULER_API_VERSION,
+    PodCliqueSet,
+    PodGangTopologyConstraint,
+)
 from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
 from scheduler.reconcile.desired import GangPlan
 from scheduler.reconcile.names import (
-    ANNOTATION_TOPOLOGY_NAME,
     COMPONENT_HEADLESS_SERVICE,
     LABEL_COMPONENT,
     LABEL_MANAGED_BY,
     LABEL_NAME,
     LABEL_PART_OF,
-    LABEL_PCS_REPLICA_INDEX,
-    LABEL_PODGANG,
-    LABEL_SCHEDULER_NAME,
     MANAGED_BY,
     base_gang_name,
     grove_labels,
@@ -99,7 +103,7 @@ def podgang_object(
     }
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": f"{SCHEDULER_GROUP}/v1alpha1", "kind": "PodGang", "metadata": metadata, "spec": spec}
+    return {"apiVersion": SCHEDULER_API_VERSION, "kind": "PodGang", "metadata": metadata, "spec": spec}
 
 
 def normalised_spec(spec: Mapping[str, Any]) -> Any:

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from urllib3.exceptions import HTTPError
 
+from api.grove import LABEL_PODCLIQUE
 from scheduler.reconcile.api import ApiError
-from scheduler.reconcile.names import LABEL_PODCLIQUE
 
 __all__ = ["Backoff", "ParentWait", "PodSource", "parse_podcliques", "wait_for_parents"]
 

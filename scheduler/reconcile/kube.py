@@ -19,6 +19,7 @@ from typing import Any, Literal
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
+from api.grove import GROVE_API_PATH, LABEL_PODCLIQUE, SCHEDULER_API_PATH
 from scheduler.reconcile.api import (
     ApiError,
     Conflict,
@@ -28,23 +29,21 @@ from scheduler.reconcile.api import (
     OwnedKind,
     StatusKind,
 )
-from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY
+from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
 
 __all__ = ["KubeApi"]
 
 log = logging.getLogger(__name__)
 
-_GROVE = "/apis/grove.io/v1alpha1"
-_SCHEDULER = "/apis/scheduler.grove.io/v1alpha1"
 _RBAC = "/apis/rbac.authorization.k8s.io/v1"
 _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
-    "PodGang": (_SCHEDULER, "podgangs"),
-    "PodCliqueSet": (_GROVE, "podcliquesets"),
-    "PodClique": (_GROVE, "podcliques"),
-    "PodCliqueScalingGroup": (_GROVE, "podcliquescalinggroups"),
+    "PodGang": (SCHEDULER_API_PATH, "podgangs"),
+    "PodCliqueSet": (GROVE_API_PATH, "podcliquesets"),
+    "PodClique": (GROVE_API_PATH, "podcliques"),
+    "PodCliqueScalingGroup": (GROVE_API_PATH, "podcliquescalinggroups"),
     "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
     "Role": (_RBAC, "roles"),
     "RoleBinding": (_RBAC, "rolebindings"),
@@ -145,7 +144,7 @@ class KubeApi:
         self._send("PATCH", path, body={"status": status}, content_type=_MERGE)
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
-        return self._get(f"{_GROVE}/clustertopologybindings/{name}")
+        return self._get(f"{GROVE_API_PATH}/clustertopologybindings/{name}")
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
         return self._list(kind, namespace, f"{LABEL_PART_OF}={part_of}")

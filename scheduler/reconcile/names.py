@@ -1,9 +1,9 @@
-"""Grove's object names and label keys (reference §2–§3), in one place so every builder agrees on them."""
+"""Grove's object names and the labels every object made for a PodCliqueSet carries (reference §2–§3), in one place
+so every builder agrees on them. Grove's own label keys (``grove.io/...``) are ``api.grove``'s."""
 
 from __future__ import annotations
 
 __all__ = [
-    "ANNOTATION_TOPOLOGY_NAME",
     "COMPONENT_HEADLESS_SERVICE",
     "COMPONENT_HPA",
     "COMPONENT_PCSG",
@@ -12,20 +12,10 @@ __all__ = [
     "COMPONENT_POD_ROLE",
     "COMPONENT_POD_ROLE_BINDING",
     "COMPONENT_POD_SERVICE_ACCOUNT",
-    "GROVE_API_VERSION",
-    "LABEL_BASE_PODGANG",
     "LABEL_COMPONENT",
     "LABEL_MANAGED_BY",
     "LABEL_NAME",
     "LABEL_PART_OF",
-    "LABEL_PCSG",
-    "LABEL_PCSG_REPLICA_INDEX",
-    "LABEL_PCS_REPLICA_INDEX",
-    "LABEL_PODCLIQUE",
-    "LABEL_PODGANG",
-    "LABEL_POD_INDEX",
-    "LABEL_SCHEDULER_NAME",
-    "LABEL_TEMPLATE_HASH",
     "MANAGED_BY",
     "base_gang_name",
     "clique_fqn",
@@ -39,20 +29,9 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_COMPONENT = "app.kubernetes.io/component"
-LABEL_PODGANG = "grove.io/podgang"
-LABEL_BASE_PODGANG = "grove.io/base-podgang"
-LABEL_PODCLIQUE = "grove.io/podclique"
-LABEL_PCS_REPLICA_INDEX = "grove.io/podcliqueset-replica-index"
-LABEL_PCSG = "grove.io/podcliquescalinggroup"
-LABEL_PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
-LABEL_POD_INDEX = "grove.io/podclique-pod-index"
-LABEL_TEMPLATE_HASH = "grove.io/pod-template-hash"
-LABEL_SCHEDULER_NAME = "grove.io/scheduler-name"
-ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
 
 # Grove's value: tools that select Grove's objects by it (kubectl -l, dashboards) find ours too.
 MANAGED_BY = "grove-operator"
-GROVE_API_VERSION = "grove.io/v1alpha1"
 
 # Values of app.kubernetes.io/component, one per kind of object made for a PodCliqueSet (Grove's labels.go).
 COMPONENT_HEADLESS_SERVICE = "pcs-headless-service"

@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.grove import PodCliqueSet
+from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
 from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ReconcileApi
 from scheduler.reconcile.desired import CliquePlan
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gangs import is_terminating
-from scheduler.reconcile.names import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH
 from scheduler.reconcile.pods import pod_name, pod_object
 from scheduler.reconcile.status import pod_is_bound, pod_is_ready
 

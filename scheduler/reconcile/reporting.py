@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from api.grove import ClusterTopologyBinding, PodCliqueSet
+from api.grove import GROVE_API_VERSION, ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.api import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.fields import FieldError
@@ -60,7 +60,7 @@ class StatusReporter:
         previous = [c for c in conditions if c.get("type") == CONDITION_SPEC_VALID]
         if not previous or previous[0].get("message") != message:
             involved = {
-                "apiVersion": raw.get("apiVersion", "grove.io/v1alpha1"),
+                "apiVersion": raw.get("apiVersion", GROVE_API_VERSION),
                 "kind": "PodCliqueSet",
                 "namespace": meta.get("namespace", ""),
                 "name": meta.get("name", ""),

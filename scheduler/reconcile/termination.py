@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX
 from scheduler.reconcile.clique_status import BREACHED, SCHEDULED, condition_of
-from scheduler.reconcile.names import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX
 
 __all__ = ["Recycle", "recycle"]
 
