@@ -29,7 +29,7 @@ from typing import Any
 from rich.progress import track
 
 from api.kube import GPU
-from scheduler.cluster_view import build_topology, choose_levels, free_capacity
+from scheduler.extender.translation.cluster_view import build_topology, choose_levels, free_capacity
 from scheduler.snapshot import Snapshot, dump_snapshot, load_snapshot
 
 NET = "network.topology.nvidia.com"

@@ -34,10 +34,10 @@ from kubernetes.client import ApiClient
 from benchmarks.e2e import objects
 from benchmarks.e2e.processes import rss_bytes
 from placement import solve
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import Coordinator
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import Coordinator
+from scheduler.extender.state import ClusterStore
 from scheduler.kube import watch
-from scheduler.state import ClusterStore
 
 PAGE = 500
 

@@ -31,7 +31,7 @@ from benchmarks.replay.quality import make_domain_probe
 from benchmarks.replay.report import markdown_table
 from benchmarks.replay.solve_step import POD_BY_POD, SolveStep, solve_options
 from placement import POLICIES
-from scheduler.cluster_view import holds_capacity
+from scheduler.extender.translation.cluster_view import holds_capacity
 from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
 from topology import Topology
 

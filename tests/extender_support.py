@@ -19,11 +19,11 @@ from api.app import create_app
 from api.grove import PodGang
 from api.kube import Node, Pod
 from placement import solve
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
-from scheduler.leadership import Leadership
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
+from scheduler.extender.leadership import Leadership
+from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.snapshot import Snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ import pytest
 
 from api.kube import Pod
 from scheduler.kube.decoding import PodDecoder
-from scheduler.state import ForeignPod, OurPods
+from scheduler.kube.foreign import ForeignPod, OurPods
 from tests.builders import PodBuilder, make_node, make_pod
 
 GI = 2**30

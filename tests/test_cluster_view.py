@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from api.kube import Node
-from scheduler.cluster_view import (
+from scheduler.extender.translation.cluster_view import (
     LevelsError,
     build_topology,
     choose_levels,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api.kube import Taint, Toleration
-from scheduler.eligibility import (
+from scheduler.extender.translation.eligibility import (
     REASON_AFFINITY,
     REASON_UNSCHEDULABLE,
     eligible_nodes,

@@ -7,7 +7,7 @@ import pytest
 from api.grove import PodGang
 from api.kube import Node, Pod
 from placement.request import PackScope
-from scheduler.gang_request import (
+from scheduler.extender.translation.gang_request import (
     GangNotReady,
     GangRequestError,
     gang_request,

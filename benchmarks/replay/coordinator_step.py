@@ -23,9 +23,9 @@ from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.solve_step import solve_options
 from benchmarks.replay.workload import ReplayGang
 from placement import GangRequest, GroupRequest, solve
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import Coordinator, CoordinatorConfig
-from scheduler.state.store import ClusterStore
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import Coordinator, CoordinatorConfig
+from scheduler.extender.state.store import ClusterStore
 
 _DAY = 86_400.0
 
@@ -35,7 +35,7 @@ async def _at_once(seconds: float) -> None:
 
 
 class CoordinatorStep:
-    """``DecisionStep`` over ``scheduler.coordinator.Coordinator`` with one all-or-nothing policy."""
+    """``DecisionStep`` over ``scheduler.extender.coordinator.Coordinator`` with one all-or-nothing policy."""
 
     all_or_nothing = True
 

@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 
 from benchmarks.replay.workload import ReplayGang, Workload
-from scheduler.cluster_view import build_topology, holds_capacity
-from scheduler.gang_request import GangRequestError, gang_request
+from scheduler.extender.translation.cluster_view import build_topology, holds_capacity
+from scheduler.extender.translation.gang_request import GangRequestError, gang_request
 from scheduler.snapshot import DURATION_ANNOTATION, Snapshot
 from topology import Level, Topology
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from scheduler.documents import UnreadableText, parse_stream
 from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
 from scheduler.reconcile.limits import Limits
+from scheduler.snapshot.documents import UnreadableText, parse_stream
 
 __all__ = ["register"]
 

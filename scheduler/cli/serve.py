@@ -26,14 +26,15 @@ from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create
 from placement import solve
 from placement.request import SolveOptions
 from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http
-from scheduler.cluster_view import LevelsError, choose_levels
-from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.extender.cluster_writer import ClusterWriter, InMemoryClusterWriter
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.extender.leadership import AlwaysLeader, Leadership
+from scheduler.extender.state import ClusterStore, load_snapshot_into
+from scheduler.extender.translation.cluster_view import LevelsError, choose_levels
 from scheduler.kube.connect import ConnectError
+from scheduler.kube.foreign import OurPods
 from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
-from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.state import ClusterStore, OurPods, load_snapshot_into
 from topology import Level
 
 __all__ = ["Service", "build_service", "register"]

@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from scheduler.cluster_view import LevelsError
+from scheduler.cli.snapshot_summary import summarise
+from scheduler.extender.translation.cluster_view import LevelsError
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.snapshot_summary import summarise
 
 __all__ = ["register", "run_inspect"]
 

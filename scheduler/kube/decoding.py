@@ -5,9 +5,9 @@ does not read (a Pod's managedFields, a Node's images and conditions) without bu
 that changes nothing the model keeps (a heartbeat) is recognised before that (``scheduler.kube.heartbeats``).
 
 Pods are most of a cluster's events, and nearly all of them are pods of other schedulers, which the store keeps
-only as capacity (``scheduler.state.ForeignPod``). So a Pod event is first read for whose pod it is (labels and
-``schedulerName``, ~2 µs with msgspec, which skips the rest); then a pod of another scheduler goes through a typed
-msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits,
+only as capacity (``scheduler.kube.foreign.ForeignPod``). So a Pod event is first read for whose pod it is (labels
+and ``schedulerName``, ~2 µs with msgspec, which skips the rest); then a pod of another scheduler goes through a
+typed msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits,
 overhead (~4 µs for a 3 KB pod, against ~25 µs for the pydantic model: ``benchmarks/bench_watch.py``) — and
 becomes a ``ForeignPod``, its quantities parsed once and bounds-checked as the model's would be; only our pods are
 decoded into the full ``Pod`` model.
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 from api.grove import PodGang
 from api.kube import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.quantity import QuantityError, check_units
-from scheduler.state.foreign import ForeignPod
+from scheduler.kube.foreign import ForeignPod
 
 __all__ = ["CHANGES", "Change", "Decoder", "EventType", "Model", "ModelDecoder", "PodDecoder", "Unchanged"]
 

@@ -36,7 +36,7 @@ Kind = Literal["Node", "Pod", "PodGang"]
 
 
 class WatchedStore(Protocol):
-    """What the watchers need of ``scheduler.state.store.ClusterStore`` (and all they call on it)."""
+    """What the watchers need of ``scheduler.extender.state.store.ClusterStore`` (and all they call on it)."""
 
     def replace(self, kind: Kind, objects: list[Model]) -> None:
         """Afterwards ``kind`` holds exactly ``objects`` (a list or relist result)."""

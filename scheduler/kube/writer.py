@@ -19,8 +19,8 @@ from typing import Any, Literal
 from kubernetes.client import ApiClient
 
 from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
-from scheduler.cluster_writer import WriteError
 from scheduler.kube.connect import WRITE_TIMEOUT
+from scheduler.kube.errors import WriteError
 from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply
 
 __all__ = ["KubeClusterWriter"]
@@ -77,8 +77,8 @@ def _stamp(moment: datetime) -> str:
 
 
 class KubeClusterWriter:
-    """Implements ``scheduler.cluster_writer.ClusterWriter`` with the connection settings of ``api_client`` (the
-    one the watches use). ``bind`` is awaited on the caller's event loop; the others block the calling thread."""
+    """Implements ``scheduler.extender.cluster_writer.ClusterWriter`` with the connection settings of ``api_client``
+    (the one the watches use). ``bind`` is awaited on the caller's event loop; the others block the calling thread."""
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from api.grove import PodGang
-from scheduler.coordinator.status import scheduled_status
+from scheduler.extender.coordinator.status import scheduled_status
 from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
 from tests.crd_schema import violations

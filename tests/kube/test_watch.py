@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes.client import ApiClient
 
+from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.watch import Backoff, start_watchers
-from scheduler.state.store import ClusterStore
 from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 

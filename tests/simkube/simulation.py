@@ -17,7 +17,7 @@ from typing import Any
 import looptime
 
 from api.kube import Pod
-from scheduler.coordinator import CoordinatorConfig
+from scheduler.extender.coordinator import CoordinatorConfig
 from tests.builders import make_node, make_pod, make_podgang
 from tests.simkube.api import BindFault, EventType, FakeApi, Kind
 from tests.simkube.extender import ExtenderProcess, install_task_owner
