@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from api.kube import GPU
+from api.core import GPU
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
 from placement.batch import plan_batch
 from placement.shapes import shapes_of

@@ -37,8 +37,8 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from api.core import GPU
 from api.grove import LABEL_PODCLIQUE, LABEL_PODGANG, SCHEDULER_API_VERSION
-from api.kube import GPU
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import free_port
 from scheduler.cli.certs import issue

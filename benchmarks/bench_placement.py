@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from api.kube import GPU
+from api.core import GPU
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve, violations
 from topology import HostSpec, Topology
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from rich.progress import track
 
-from api.kube import GPU
+from api.core import GPU
 from scheduler.extender.translation.cluster_view import build_topology, choose_levels, free_capacity
 from scheduler.snapshot import Snapshot, dump_snapshot, load_snapshot
 

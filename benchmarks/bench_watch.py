@@ -38,6 +38,7 @@ from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import Coordinator
 from scheduler.extender.state import ClusterStore
 from scheduler.kube import watch
+from scheduler.kube.backoff import Backoff
 
 PAGE = 500
 
@@ -53,7 +54,7 @@ def _watcher(kind: str, store: ClusterStore) -> Any:
         stop=threading.Event(),
         latch=latch,
         watch_timeout=300,
-        backoff=watch.Backoff(),
+        backoff=Backoff(),
     )
 
 

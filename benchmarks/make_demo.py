@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from api.core import GPU
 from api.grove import (
     GROVE_API_VERSION,
     LABEL_PCS_REPLICA_INDEX,
@@ -35,7 +36,6 @@ from api.grove import (
     LABEL_TEMPLATE_HASH,
     SCHEDULER_API_VERSION,
 )
-from api.kube import GPU
 from scheduler.snapshot import DURATION_ANNOTATION, dump_snapshot
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "snapshots" / "demo.json"

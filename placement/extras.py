@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from placement.greedy.ledger import Ledger
+from placement.greedy.tally import Tally
 from placement.objective import Counts
 from placement.problem import Problem
 
@@ -22,21 +22,21 @@ __all__ = ["add_extras"]
 
 def add_extras(problem: Problem, counts: Counts) -> dict[tuple[int, str], int]:
     """``counts`` plus as many best-effort pods as fit (``problem`` is the full problem, extras included)."""
-    ledger = Ledger(problem)
+    tally = Tally(problem)
     for (g, node), pods in counts.items():
         if pods > 0:
-            ledger.place(g, node, pods)
+            tally.place(g, node, pods)
     if all(g.extras == 0 for g in problem.groups):
-        return ledger.counts
-    chosen = _required_values(problem, ledger.counts)
+        return tally.counts
+    chosen = _required_values(problem, tally.counts)
     primary = problem.primary
     for group in problem.groups:
         scopes = [s for s in problem.required if group.index in s.groups]
-        while (want := len(group.pods) - ledger.placed[group.index]) > 0:
+        while (want := len(group.pods) - tally.placed[group.index]) > 0:
             allowed = [
                 n for n in group.cap if all(chosen.get(s.index) in (None, problem.key_value(n, s.key)) for s in scopes)
             ]
-            used = ledger.used_nodes()
+            used = tally.used_nodes()
             touched = {level: {problem.domain(n, level) for n in used} for level in problem.span_levels}
 
             def cost(node: str, used: set[str] = used, touched: dict[str, set[str]] = touched) -> tuple[object, ...]:
@@ -46,16 +46,16 @@ def add_extras(problem: Problem, counts: Counts) -> dict[tuple[int, str], int]:
 
             open_scopes = [s for s in scopes if chosen.get(s.index) is None]
             # A scope with no pod placed yet commits to the domain of its first extra, so place that one alone.
-            placed = ledger.fill(group.index, sorted(allowed, key=cost), 1 if open_scopes else want)
+            placed = tally.fill(group.index, sorted(allowed, key=cost), 1 if open_scopes else want)
             if placed == 0:
                 break
             if open_scopes:
-                first = next(n for (g, n), c in ledger.counts.items() if g == group.index and c > 0)
+                first = next(n for (g, n), c in tally.counts.items() if g == group.index and c > 0)
                 for s in open_scopes:
                     chosen[s.index] = problem.key_value(first, s.key)
             else:
                 break
-    return ledger.counts
+    return tally.counts
 
 
 def _required_values(problem: Problem, counts: Mapping[tuple[int, str], int]) -> dict[int, str | None]:

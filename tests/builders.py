@@ -15,8 +15,8 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
+from api.core import Node, Pod
 from api.grove import GANG_GATE, LABEL_PODGANG, ClusterTopologyBinding, PodGang
-from api.kube import Node, Pod
 
 __all__ = [
     "NodeBuilder",

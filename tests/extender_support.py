@@ -16,8 +16,8 @@ import httpx
 from starlette.types import ASGIApp
 
 from api.app import create_app
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver

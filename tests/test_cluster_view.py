@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from api.kube import Node
+from api.core import Node
 from scheduler.extender.translation.cluster_view import (
     LevelsError,
     build_topology,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Taint, Toleration
+from api.core import Taint, Toleration
 from scheduler.extender.translation.eligibility import (
     REASON_AFFINITY,
     REASON_UNSCHEDULABLE,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from placement.request import PackScope
 from scheduler.extender.translation.gang_request import (
     GangNotReady,

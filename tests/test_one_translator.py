@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions
 from scheduler.cli.plan import plan_snapshot

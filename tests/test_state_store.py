@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Node
+from api.core import Node
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.foreign import ForeignPod, OurPods
 from tests.builders import make_node, make_pod

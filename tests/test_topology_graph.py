@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import GPU
+from api.core import GPU
 from topology.graph import GPU_RESOURCE, UNKNOWN, HostSpec, Topology
 from topology.levels import HOSTNAME_KEY, Level, active_levels, levels_from_pairs
 

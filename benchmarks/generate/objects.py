@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from api.core import GPU
 from api.grove import (
     LABEL_PCS_REPLICA_INDEX,
     LABEL_POD_INDEX,
@@ -15,7 +16,6 @@ from api.grove import (
     LABEL_SCHEDULER_NAME,
     SCHEDULER_API_VERSION,
 )
-from api.kube import GPU
 from benchmarks.generate.shapes import GangShape, Role
 from scheduler.snapshot import DURATION_ANNOTATION
 

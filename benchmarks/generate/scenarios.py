@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.generate import clusters
 from benchmarks.generate.nodes import CLIQUE, HOSTNAME, LEAF, PRODUCT
 from benchmarks.generate.objects import gang_objects

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from api.kube import GPU
+from api.core import GPU
 from placement import GangRequest
 
 __all__ = ["fgd_fragmented_gpus", "typical_pods"]

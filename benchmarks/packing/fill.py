@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.packing.fgd import Demand, fgd_fragmented_gpus
 from benchmarks.replay.quality import honours_required
 from placement import ClusterView, GangRequest, SolveOptions, Status, WorkloadShape, solve, violations

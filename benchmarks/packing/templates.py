@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.replay.loading import load_workload
 from placement import GangRequest, GroupRequest
 from scheduler.snapshot import Snapshot, load_snapshot

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+from api.core import Node, Pod
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, PodRef
-from api.kube import Node, Pod
 from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.solve_step import solve_options
 from benchmarks.replay.workload import ReplayGang

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.replay.decision import BatchDecisionStep, Decision, DecisionStep
 from benchmarks.replay.ledger import Ledger
 from benchmarks.replay.workload import ReplayGang, Workload

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.replay.engine import Fragmentation
 from placement.request import GangRequest
 from topology import Topology

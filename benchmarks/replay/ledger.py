@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from api.kube import GPU
+from api.core import GPU
 
 Vector = Mapping[str, int]
 

@@ -29,7 +29,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from api.kube import GPU
+from api.core import GPU
 from benchmarks.replay.engine import GangRun, ReplayOutcome
 from benchmarks.replay.quality import honours_required, nvlink_level
 from topology import Topology

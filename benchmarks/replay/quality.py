@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from api.kube import GPU
+from api.core import GPU
 from placement.request import GangRequest
 from topology import Topology
 from topology.levels import NVLINK_LEVEL

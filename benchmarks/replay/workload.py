@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from api.core import GPU, Pod
 from api.grove import PodGang
-from api.kube import GPU, Pod
 from placement.request import GangRequest
 from topology import HostSpec
 

@@ -1,5 +1,5 @@
 """Greedy placement: the CP-SAT model's starting hint and the baseline policies the benchmark compares against.
 
-Owns: a capacity ledger (:mod:`~placement.greedy.ledger`), the topology-aware gang greedy (KAI-like, tightest
-domain first) and three topology-blind baselines. Pure Python, no solver.
+Owns: a running tally of free capacity (:mod:`~placement.greedy.tally`), the topology-aware gang greedy (KAI-like,
+tightest domain first) and three topology-blind baselines. Pure Python, no solver.
 """

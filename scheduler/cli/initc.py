@@ -50,7 +50,7 @@ def _namespace(given: str | None) -> str | None:
 def _handle(args: argparse.Namespace) -> int:
     from scheduler.kube.connect import ConnectError, load_api_client
     from scheduler.reconcile.initc import ParentWait, parse_podcliques, wait_for_parents
-    from scheduler.reconcile.kube import KubeApi
+    from scheduler.reconcile.rest_client import KubeApi
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

@@ -23,8 +23,8 @@ from typing import Any
 
 from rich.console import Console
 
+from api.core import Pod
 from api.grove import PodGang
-from api.kube import Pod
 from placement import POLICIES, ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.extender.translation.cluster_view import LevelsError, snapshot_view
 from scheduler.extender.translation.gang_request import GangRequestError, gang_request

@@ -122,7 +122,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
     from scheduler.kube.connect import ConnectError, load_api_client
     from scheduler.reconcile.controller import Reconciler
-    from scheduler.reconcile.kube import KubeApi
+    from scheduler.reconcile.rest_client import KubeApi
 
     try:
         api_client = load_api_client(args.kubeconfig)

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from api.core import Pod
 from api.grove import LABEL_PODGANG
-from api.kube import Pod
 from placement.request import ClusterView
 from scheduler.extender.translation.cluster_view import holds_capacity, snapshot_view
 from scheduler.extender.translation.gang_request import GangRequestError, gang_request

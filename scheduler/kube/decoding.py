@@ -27,8 +27,8 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, cast
 import msgspec
 from pydantic import BaseModel, Field, ValidationError
 
+from api.core import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.grove import PodGang
-from api.kube import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.quantity import QuantityError, check_units
 from scheduler.kube.foreign import ForeignPod
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from api.core import Pod, ResourceVector
 from api.grove import LABEL_PODGANG
-from api.kube import Pod, ResourceVector
 
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "ForeignPod", "OurPods"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,12 +22,13 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from api.grove import PodGang
+from scheduler.kube.backoff import Backoff
 from scheduler.kube.connect import describe_error
 from scheduler.kube.decoding import CHANGES, Decoder, EventType, Model, ModelDecoder, PodDecoder, Unchanged
 from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource, list_decoded
 
-__all__ = ["Backoff", "EventType", "Kind", "WatchedStore", "start_watchers"]
+__all__ = ["EventType", "Kind", "WatchedStore", "start_watchers"]
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +49,6 @@ class WatchedStore(Protocol):
 
     def keeps_whole(self, *, labels: Mapping[str, str] | None, scheduler_name: str) -> bool:
         """Whether a pod is kept as a ``Pod`` (else as a ``ForeignPod``): the Pod watch decodes only that."""
-
-
-@dataclass
-class Backoff:
-    """Capped exponential back-off with full jitter, so replicas that lost the API together do not return together."""
-
-    initial: float = 0.5
-    cap: float = 30.0
-    _next: float = 0.0
-
-    def delay(self) -> float:
-        self._next = min(self.cap, max(self.initial, self._next * 2))
-        return random.uniform(self._next / 2, self._next)
-
-    def reset(self) -> None:
-        self._next = 0.0
 
 
 class _Expired(Exception):

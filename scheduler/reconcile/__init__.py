@@ -9,7 +9,7 @@ Owns: Grove's defaults and rules for a PodCliqueSet (``defaults``, ``validation`
 (``controller``, reading through ``owned`` and converging with ``clique_sync``, ``pod_sync``, ``supporting`` /
 ``owned_sync``, ``gang_sync``, ``gates``, then ``upkeep``: ``clique_status`` and ``termination``; reporting in
 ``status`` and ``reporting``); ``dryrun``; the ``grove-initc`` wait (``initc``); and the small Kubernetes interface
-it needs (``api``) with an in-memory (``memory``) and a real (``kube``) implementation.
+it needs (``client``) with an in-memory (``memory_client``) and a real (``rest_client``) implementation.
 Does not own: scheduling (the extender), PodGang ``Scheduled``/phase/score (the extender's status writer), rolling
 updates of changed templates, MNNVL and resource sharing (not implemented).
 """

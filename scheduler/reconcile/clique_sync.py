@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.api import KubeObject, OwnedKind, ReconcileApi
+from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
 from scheduler.reconcile.cliques import pcs_owner, pcsg_object, podclique_object
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import normalised_spec

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet
-from scheduler.reconcile.api import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
+from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
 from scheduler.reconcile.clique_sync import CliqueSync
 from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import LiveScale, desired_state
@@ -31,14 +31,14 @@ from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.limits import Limits
 from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
 from scheduler.reconcile.pod_sync import PodRefused, PodSync
-from scheduler.reconcile.reporting import StatusReporter
+from scheduler.reconcile.reporting import PodCliqueSetStatusReporter
 from scheduler.reconcile.status import Clock
 from scheduler.reconcile.supporting import SupportingObjects
 from scheduler.reconcile.topology_rules import topology_name
 from scheduler.reconcile.upkeep import Upkeep
 from scheduler.reconcile.validation import validate
 
-__all__ = ["DEFAULT_INITC_IMAGE", "Outcome", "Reconciler"]
+__all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 
 log = logging.getLogger(__name__)
 DEFAULT_INITC_IMAGE = "grove-extender:0.1.0"  # the image this package ships in; `reconcile --initc-image` overrides
@@ -49,7 +49,7 @@ def _utcnow() -> datetime:
 
 
 @dataclass
-class Outcome:
+class PassOutcome:
     """What one pass did: writes issued, whether the spec was valid, and pods still waiting for their gate."""
 
     writes: int = 0
@@ -111,8 +111,8 @@ class Reconciler:
 
     # --- one pass ------------------------------------------------------------------------------------------
 
-    def reconcile(self, namespace: str, name: str) -> Outcome:
-        outcome = Outcome()
+    def reconcile(self, namespace: str, name: str) -> PassOutcome:
+        outcome = PassOutcome()
         raw = self.api.get_podcliqueset(namespace, name)
         if raw is None:
             outcome.writes += self._delete_orphans(namespace, name)
@@ -190,10 +190,10 @@ class Reconciler:
             groups=counts(owned.groups, "PodCliqueScalingGroup"), cliques=counts(owned.cliques, "PodClique")
         )
 
-    def _reporter(self) -> StatusReporter:
-        return StatusReporter(api=self.api, clock=self.clock)
+    def _reporter(self) -> PodCliqueSetStatusReporter:
+        return PodCliqueSetStatusReporter(api=self.api, clock=self.clock)
 
-    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> Outcome:
+    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: PassOutcome) -> PassOutcome:
         outcome.valid = False
         outcome.errors = [str(error) for error in errors]
         outcome.writes += self._reporter().rejected(raw, errors)

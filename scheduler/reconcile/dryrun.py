@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from scheduler.reconcile.api import KubeObject
+from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.limits import Limits
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 
 __all__ = ["DryRunRejected", "dry_run"]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.api import KubeObject, ReconcileApi
+from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import normalised_spec, podgang_object
 from scheduler.reconcile.status import Clock, condition, gang_initialized, merge_conditions

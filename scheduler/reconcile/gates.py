@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from api.grove import GANG_GATE
-from scheduler.reconcile.api import KubeObject, ReconcileApi
+from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import is_terminating
 from scheduler.reconcile.status import base_gang_scheduled

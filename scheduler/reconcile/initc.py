@@ -18,9 +18,10 @@ from typing import Any, Protocol
 from urllib3.exceptions import HTTPError
 
 from api.grove import LABEL_PODCLIQUE
-from scheduler.reconcile.api import ApiError
+from scheduler.kube.backoff import Backoff
+from scheduler.reconcile.client import ApiError
 
-__all__ = ["Backoff", "ParentWait", "PodSource", "parse_podcliques", "wait_for_parents"]
+__all__ = ["ParentWait", "PodSource", "parse_podcliques", "wait_for_parents"]
 
 log = logging.getLogger(__name__)
 
@@ -95,27 +96,11 @@ class ParentWait:
         )
 
 
-@dataclass
-class Backoff:
-    """Bounded exponential backoff for API errors: ``first`` doubling up to ``cap`` seconds."""
-
-    first: float = 0.5
-    cap: float = 30.0
-    current: float = 0.0
-
-    def next(self) -> float:
-        self.current = min(self.cap, self.current * 2 if self.current else self.first)
-        return self.current
-
-    def reset(self) -> None:
-        self.current = 0.0
-
-
 def wait_for_parents(
     source: PodSource, *, namespace: str, wait: ParentWait, stop: threading.Event, backoff: Backoff | None = None
 ) -> bool:
     """Block until ``wait`` is satisfied (True) or ``stop`` is set (False)."""
-    backoff = backoff or Backoff()
+    backoff = backoff or Backoff(jitter=False)
     selector = f"{LABEL_PODCLIQUE} in ({','.join(sorted(wait.required))})"
     log.info("initc waiting namespace=%s parents=%s", namespace, wait.progress())
     while not stop.is_set():
@@ -141,7 +126,7 @@ def wait_for_parents(
         except (ApiError, OSError, ValueError, HTTPError) as err:  # HTTPError: urllib3's cut-off watch stream
             if stop.is_set():
                 return False
-            delay = backoff.next()
+            delay = backoff.delay()
             status = err.status if isinstance(err, ApiError) else 0
             log.warning("initc api error status=%d error=%s retry_in=%.1fs", status, err, delay)
             stop.wait(delay)

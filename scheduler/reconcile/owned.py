@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.api import KubeObject, OwnedKind, ReconcileApi
+from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
 
 __all__ = ["OwnedObjects", "list_owned_objects"]
 

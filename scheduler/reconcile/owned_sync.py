@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.reconcile.api import KubeObject, OwnedKind, ReconcileApi
+from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
 
 __all__ = ["OwnedSync"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
-from scheduler.reconcile.api import ApiError, Conflict, KubeObject, ReconcileApi
+from scheduler.reconcile.client import ApiError, Conflict, KubeObject, ReconcileApi
 from scheduler.reconcile.desired import CliquePlan
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gangs import is_terminating

@@ -1,6 +1,6 @@
 """Pods for a PodClique, built from the PodClique object as Grove's PodClique controller builds them (reference §2).
 
-``api.kube.Pod`` models only what the scheduler reads, so the pods we *create* are dicts: every field of the user's
+``api.core.Pod`` models only what the scheduler reads, so the pods we *create* are dicts: every field of the user's
 ``podSpec`` must survive. The name is ``<pclqFQN>-<5 random chars>`` (Kubernetes' ``generateName`` alphabet);
 the caller supplies the random source, so tests are deterministic.
 """

@@ -11,20 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from api.grove import GROVE_API_VERSION, ClusterTopologyBinding, PodCliqueSet
-from scheduler.reconcile.api import KubeObject, ReconcileApi
+from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, shape
 from scheduler.reconcile.status import CONDITION_SPEC_VALID, Clock, condition, merge_conditions, pcs_status
 from scheduler.reconcile.topology_rules import levels_condition
 
-__all__ = ["StatusReporter"]
+__all__ = ["PodCliqueSetStatusReporter"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class StatusReporter:
+class PodCliqueSetStatusReporter:
     api: ReconcileApi
     clock: Clock
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from scheduler.reconcile.api import KubeObject
+from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.desired import CliquePlan, Desired, GangPlan
 from scheduler.reconcile.gangs import is_terminating
 

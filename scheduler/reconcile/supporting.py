@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.api import KubeObject, OwnedKind, ReconcileApi
 from scheduler.reconcile.autoscale import hpa_objects
+from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import service_object
 from scheduler.reconcile.owned import OwnedObjects, controlled

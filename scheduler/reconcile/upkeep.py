@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
-from scheduler.reconcile.api import KubeObject, ReconcileApi
+from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.clique_status import BREACHED, StatusWriter, condition_of, pcsg_status, podclique_status
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.fields import go_duration_seconds

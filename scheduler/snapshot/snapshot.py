@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from api.core import Node, Pod
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodGang
-from api.kube import Node, Pod
 from scheduler.snapshot.documents import UnreadableText, parse_text
 
 __all__ = [

@@ -10,7 +10,8 @@ import pytest
 from kubernetes.client import ApiClient
 
 from scheduler.extender.state.store import ClusterStore
-from scheduler.kube.watch import Backoff, start_watchers
+from scheduler.kube.backoff import Backoff
+from scheduler.kube.watch import start_watchers
 from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 

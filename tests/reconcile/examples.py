@@ -17,7 +17,7 @@ from scheduler.reconcile.cliques import pcs_owner, podclique_object
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import CliquePlan
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 from scheduler.reconcile.pods import pod_object
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"

@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi
+from scheduler.reconcile.rest_client import KubeApi
 from tests.crd_schema import crd_schema, pruned
 from tests.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from tests.reconcile.examples import EXAMPLES, example

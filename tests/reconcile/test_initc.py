@@ -16,8 +16,9 @@ import pytest
 from kubernetes import client
 
 from scheduler.cli import main
-from scheduler.reconcile.initc import Backoff, ParentWait, parse_podcliques, wait_for_parents
-from scheduler.reconcile.kube import KubeApi
+from scheduler.kube.backoff import Backoff
+from scheduler.reconcile.initc import ParentWait, parse_podcliques, wait_for_parents
+from scheduler.reconcile.rest_client import KubeApi
 from tests.conftest import REPO_ROOT
 from tests.fakeapi import PODS, FakeApiServer, running
 
@@ -68,10 +69,10 @@ def test_wait_counts_ready_pods_of_each_parent_only() -> None:
 
 
 def test_backoff_doubles_to_its_cap_and_resets() -> None:
-    backoff = Backoff(first=0.5, cap=4.0)
-    assert [backoff.next() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    backoff = Backoff(initial=0.5, cap=4.0, jitter=False)
+    assert [backoff.delay() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     backoff.reset()
-    assert backoff.next() == 0.5
+    assert backoff.delay() == 0.5
 
 
 def _api(server: FakeApiServer) -> KubeApi:
@@ -91,7 +92,7 @@ def test_waits_over_http_through_api_errors_until_parents_are_ready() -> None:
                     namespace=NS,
                     wait=ParentWait({"pcs-0-leader": 1}),
                     stop=stop,
-                    backoff=Backoff(first=0.01, cap=0.05),
+                    backoff=Backoff(initial=0.01, cap=0.05, jitter=False),
                 )
             ),
             daemon=True,

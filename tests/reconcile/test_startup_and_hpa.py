@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 from tests.reconcile.examples import cluster, example, reconciler
 
 NS = "default"

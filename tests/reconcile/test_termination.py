@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 from tests.reconcile.examples import example
 
 NS = "default"

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi
+from scheduler.reconcile.rest_client import KubeApi
 from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import POD_NAME, example
 from tests.reconcile.kubectl import Kubectl

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from scheduler.extender.cluster_writer import RecordedEvent
 from scheduler.kube.errors import WriteError
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import looptime
 
-from api.kube import Pod
+from api.core import Pod
 from scheduler.extender.coordinator import CoordinatorConfig
 from tests.builders import make_node, make_pod, make_podgang
 from tests.simkube.api import BindFault, EventType, FakeApi, Kind

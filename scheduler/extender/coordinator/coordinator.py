@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from api.core import NodeList
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -29,7 +30,6 @@ from api.extender import (
     MetaPod,
     MetaVictims,
 )
-from api.kube import NodeList
 from placement.request import SolveOptions
 from scheduler.extender.cluster_writer import ClusterWriter
 from scheduler.extender.coordinator.binding import Binder
@@ -47,11 +47,11 @@ from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.gathering import ArrivalRate, GatherWindow
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
-from scheduler.extender.coordinator.planner import Solver
 from scheduler.extender.coordinator.planning import Planner
 from scheduler.extender.coordinator.preemption import vetoed_nodes
 from scheduler.extender.coordinator.release import Releaser, pod_facts
-from scheduler.extender.coordinator.reporting import StatusReporter
+from scheduler.extender.coordinator.reporting import PodGangStatusReporter
+from scheduler.extender.coordinator.solving import Solver
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.coordinator.waiters import BindWaiters, Timer
 from scheduler.extender.coordinator.work import WorkQueue
@@ -153,7 +153,7 @@ class Coordinator:
             window=self._window,
             pace=lambda: max(self.rate.per_second(self._clock()), self._gather.min_rate),
         )
-        self.reporter = StatusReporter(
+        self.reporter = PodGangStatusReporter(
             store=store, table=self.table, writer=writer, work=self.work, wall_clock=wall_clock
         )
         self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters)

@@ -15,8 +15,8 @@ queues work; the background worker plans and writes.
 
 from __future__ import annotations
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.waiters import BindWaiters

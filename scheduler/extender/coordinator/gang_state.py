@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from api.kube import ResourceVector
+from api.core import ResourceVector
 from scheduler.extender.coordinator.members import GangRef
 
 __all__ = [

@@ -26,7 +26,7 @@ from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
-from scheduler.extender.coordinator.planner import Translated, free_capacity, translate
+from scheduler.extender.coordinator.solving import Translated, free_capacity, translate
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.state.store import ClusterStore
 from scheduler.extender.translation.gang_request import GangNotReady, GangRequestError, gang_priority

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from api.core import Pod
 from api.grove import LABEL_PODGANG, PodGang
-from api.kube import Pod
 from scheduler.extender.state.store import ClusterStore
 
 __all__ = ["SOLO_GROUP", "GangMembers", "GangRef", "GroupMembers", "gang_members", "gang_ref_of"]

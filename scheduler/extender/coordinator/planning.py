@@ -22,7 +22,7 @@ from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.head import HeadPlanner
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
-from scheduler.extender.coordinator.planner import PlanOutcome, Solver, plan_gang
+from scheduler.extender.coordinator.solving import PlanOutcome, Solver, plan_gang
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.state.store import ClusterStore
 from scheduler.extender.translation.gang_request import GangNotReady, GangRequestError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from api.kube import Pod
+from api.core import Pod
 from scheduler.extender.coordinator.members import gang_members, gang_ref_of
 from scheduler.extender.state.store import ClusterStore
 

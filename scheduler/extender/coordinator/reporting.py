@@ -28,14 +28,14 @@ from scheduler.extender.coordinator.work import WorkQueue
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
 
-__all__ = ["StatusReporter"]
+__all__ = ["PodGangStatusReporter"]
 
 log = logging.getLogger(__name__)
 
 _SHOWN = (GangState.BOUND, GangState.PARTIALLY_BOUND)
 
 
-class StatusReporter:
+class PodGangStatusReporter:
     def __init__(
         self,
         *,

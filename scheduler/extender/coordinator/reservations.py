@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from api.kube import ResourceVector
+from api.core import ResourceVector
 
 __all__ = ["Reservation", "ReservationBook", "Statement"]
 

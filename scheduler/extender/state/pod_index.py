@@ -7,8 +7,8 @@ Not thread-safe on its own: ``ClusterStore`` calls it under its lock.
 
 from __future__ import annotations
 
+from api.core import Pod, ResourceVector
 from api.grove import LABEL_PODGANG
-from api.kube import Pod, ResourceVector
 from scheduler.kube.foreign import ForeignPod
 
 __all__ = ["PodIndex"]

@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
+from api.core import Node, Pod, ResourceVector
 from api.grove import PodGang
-from api.kube import Node, Pod, ResourceVector
 from scheduler.extender.state.pod_index import PodIndex
 from scheduler.kube.foreign import ForeignPod, OurPods
 

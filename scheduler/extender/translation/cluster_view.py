@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from api.core import Node, Pod, ResourceVector
 from api.grove import ClusterTopologyBinding
-from api.kube import Node, Pod, ResourceVector
 from placement.request import ClusterView
 from scheduler.snapshot import Snapshot, gc_paused
 from scheduler.snapshot.documents import UnreadableText, parse_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from api.kube import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
+from api.core import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
 
 __all__ = [
     "REASON_AFFINITY",

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from api.core import Node, Pod
 from api.grove import LABEL_PODGANG, PodGang, PodGangTopologyConstraint
-from api.kube import Node, Pod
 from placement.request import GangRequest, GroupRequest, PackScope
 from scheduler.extender.translation.eligibility import eligible_nodes
 

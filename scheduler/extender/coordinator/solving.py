@@ -1,4 +1,4 @@
-"""The planning step: a gang's members and the cluster's free capacity in, a solver ``Result`` out.
+"""The solving step of a plan: a gang's members and the cluster's free capacity in, a solver ``Result`` out.
 
 This is the one place the solver is called, and every input is explicit: the members bound (facts), the members ready on
 their node and those whose planned node is kept (placed as far as this plan is concerned), the nodes kube-scheduler
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from api.kube import ResourceVector
+from api.core import ResourceVector
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
 from scheduler.extender.coordinator.members import SOLO_GROUP, GangMembers
 from scheduler.extender.coordinator.topology_cache import TopologyCache

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 from placement.problem import Problem
 
-__all__ = ["Ledger"]
+__all__ = ["Tally"]
 
 
-class Ledger:
+class Tally:
     """Free units per node for the gang's resources, debited as pods are placed; ``counts`` is the plan so far."""
 
     def __init__(self, problem: Problem) -> None:
@@ -48,8 +48,8 @@ class Ledger:
                 placed += take
         return placed
 
-    def copy(self) -> Ledger:
-        twin = Ledger(self.problem)
+    def copy(self) -> Tally:
+        twin = Tally(self.problem)
         twin.free = {n: dict(f) for n, f in self.free.items()}
         twin.counts = dict(self.counts)
         twin.placed = list(self.placed)

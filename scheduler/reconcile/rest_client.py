@@ -20,7 +20,7 @@ from kubernetes import client
 from urllib3.exceptions import HTTPError
 
 from api.grove import GROVE_API_PATH, LABEL_PODCLIQUE, SCHEDULER_API_PATH
-from scheduler.reconcile.api import (
+from scheduler.reconcile.client import (
     ApiError,
     Conflict,
     KubeObject,

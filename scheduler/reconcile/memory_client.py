@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar, get_args
 
-from scheduler.reconcile.api import (
+from scheduler.reconcile.client import (
     ApiError,
     Conflict,
     KubeObject,

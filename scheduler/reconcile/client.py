@@ -1,8 +1,8 @@
 """The Kubernetes operations the reconciler needs, as one small interface.
 
-Two implementations: ``memory.InMemoryApi`` (tests, ``--dry-run``) and ``kube.KubeApi`` (the official client's
-``ApiClient``, talking REST). Objects cross it as plain dicts exactly as the API server serves them, so nothing a
-user put in a pod spec or another controller put on a PodGang is dropped on the way through.
+Two implementations: ``memory_client.InMemoryApi`` (tests, ``--dry-run``) and ``rest_client.KubeApi`` (the official
+client's ``ApiClient``, talking REST). Objects cross it as plain dicts exactly as the API server serves them, so nothing
+a user put in a pod spec or another controller put on a PodGang is dropped on the way through.
 """
 
 from __future__ import annotations
