@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 
 from placement.explain import explain_infeasible, relaxation_reason
-from placement.extras import add_extras
+from placement.greedy.extras import add_extras
 from placement.greedy.tally import Tally
 from placement.greedy.topology_greedy import topology_greedy
 from placement.outcome import planned, refused

@@ -1,6 +1,6 @@
 """``topology-greedy``: all-or-nothing, tightest domain first (the way KAI-Scheduler packs), and the CP-SAT hint.
 
-It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.extras`.
+It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.greedy.extras`.
 
 Try each domain as the gang's container, narrowest level first and, within a level, partly used domains before
 wholly free ones and the smallest that could hold the gang first; inside a container, fill sub-domains largest

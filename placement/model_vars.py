@@ -1,4 +1,5 @@
-"""The variable container every constraint and objective module builds on.
+"""The variable container every constraint (``placement.cpsat``) and objective tier (``placement.tiers``) builds on:
+below both, so the tiers need not import the model that composes them.
 
 Pods of a group are interchangeable, so the decision is one integer per (group, candidate node): how many of
 that group's pods go there. Usage booleans (is a node used, is a domain used) are created on first request, so
