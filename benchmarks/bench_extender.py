@@ -13,7 +13,7 @@ issuer; connections kept alive, so a handshake is paid once per connection, as k
     .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8] [--mtls]
     .venv/bin/python -m benchmarks.bench_extender --gang-size 2400     # one gang of 2,400 one-GPU pods
 
-Targets (DESIGN.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second. ``--gang-size``
+Targets (ARCHITECTURE.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second. ``--gang-size``
 reports the time until the one large gang is bound whole: kube-scheduler offers its members one at a time, so it
 can be no shorter than (members) / (filter round trips per second).
 """

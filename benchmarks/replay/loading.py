@@ -1,4 +1,4 @@
-"""Reading a replay's workload from a snapshot (the DESIGN.md format)."""
+"""Reading a replay's workload from a snapshot (the format ARCHITECTURE.md describes)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 (Gang policies first try to place every pod as one gang; this is the fallback when that does not fit.)
 
-"Last" in DESIGN.md's objective order means an extra never costs the guaranteed pods anything: the guaranteed
+"Last" in ARCHITECTURE.md's objective order means an extra never costs the guaranteed pods anything: the guaranteed
 plan is fixed first (by whichever gang policy), then each group's extras go, one node at a time, where they
 cost the least — nodes the gang already uses, then partly used nodes in domains it already touches, and only
 then further afield — but they do go wherever they fit: the result is maximal (no further extra pod fits on

@@ -1,4 +1,4 @@
-"""The gang coordinator: the gang lifecycle of DESIGN.md behind ``api.service.Extender``.
+"""The gang coordinator: the gang lifecycle of ARCHITECTURE.md behind ``api.service.Extender``.
 
 Owns: every gang's lifecycle state and the reservation book (``gang_table``, the only writer; ``gang_state`` for its
 records and views), what filter and bind answer (``decisions``, pure), gang membership (``members``), planning
