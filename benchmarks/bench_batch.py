@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=0.2, help="seconds for the whole batch decision")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--full", default="0.25,0.58", help="shares of wholly used nodes, one run each (0.58: 2% free nodes left)"
+        "--full", default="0.25,0.58", help="shares of wholly used nodes, one run each (0.58: 2%% free nodes left)"
     )
     args = parser.parse_args(argv)
     for full in (float(f) for f in args.full.split(",")):
