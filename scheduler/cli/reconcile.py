@@ -15,7 +15,7 @@ import yaml
 
 from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
-from scheduler.reconcile.limits import Limits
+from scheduler.reconcile.rules.limits import Limits
 from scheduler.snapshot.documents import UnreadableText, parse_stream
 
 __all__ = ["register"]

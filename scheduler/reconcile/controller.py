@@ -22,21 +22,21 @@ from pydantic import ValidationError
 from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
 from scheduler.reconcile.clique_sync import CliqueSync
-from scheduler.reconcile.defaults import with_defaults
 from scheduler.reconcile.desired import LiveScale, desired_state
-from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gang_sync import GangSync
 from scheduler.reconcile.gates import lift_gates
-from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
-from scheduler.reconcile.limits import Limits
 from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
 from scheduler.reconcile.pod_sync import PodRefused, PodSync
 from scheduler.reconcile.reporting import PodCliqueSetStatusReporter
+from scheduler.reconcile.rules.defaults import with_defaults
+from scheduler.reconcile.rules.fields import FieldError
+from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_errors
+from scheduler.reconcile.rules.limits import Limits
+from scheduler.reconcile.rules.topology import topology_name
+from scheduler.reconcile.rules.validation import validate
 from scheduler.reconcile.status import Clock
 from scheduler.reconcile.supporting import SupportingObjects
-from scheduler.reconcile.topology_rules import topology_name
 from scheduler.reconcile.upkeep import Upkeep
-from scheduler.reconcile.validation import validate
 
 __all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 

@@ -22,7 +22,7 @@ from api.grove import (
     PodGangTopologyConstraint,
 )
 from scheduler.reconcile.names import base_gang_name, clique_fqn, pcsg_fqn, scaled_gang_name
-from scheduler.reconcile.topology_rules import translate
+from scheduler.reconcile.rules.topology import translate
 
 __all__ = [
     "CliquePlan",

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.limits import Limits
 from scheduler.reconcile.memory_client import InMemoryApi
+from scheduler.reconcile.rules.limits import Limits
 
 __all__ = ["DryRunRejected", "dry_run"]
 

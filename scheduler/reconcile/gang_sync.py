@@ -15,8 +15,8 @@ from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
 from scheduler.reconcile.gangs import normalised_spec, podgang_object
+from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.status import Clock, condition, gang_initialized, merge_conditions
-from scheduler.reconcile.topology_rules import topology_name
 
 __all__ = ["GangSync"]
 

@@ -17,9 +17,9 @@ from typing import Any
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
 from scheduler.reconcile.client import ApiError, Conflict, KubeObject, ReconcileApi
 from scheduler.reconcile.desired import CliquePlan
-from scheduler.reconcile.fields import FieldError
 from scheduler.reconcile.gangs import is_terminating
 from scheduler.reconcile.pods import pod_name, pod_object
+from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.status import pod_is_bound, pod_is_ready
 
 __all__ = ["PodRefused", "PodSync"]

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from api.grove import GROVE_API_VERSION, ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.fields import FieldError
-from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, shape
+from scheduler.reconcile.rules.fields import FieldError
+from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, shape
+from scheduler.reconcile.rules.topology import levels_condition
 from scheduler.reconcile.status import CONDITION_SPEC_VALID, Clock, condition, merge_conditions, pcs_status
-from scheduler.reconcile.topology_rules import levels_condition
 
 __all__ = ["PodCliqueSetStatusReporter"]
 

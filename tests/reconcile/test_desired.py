@@ -11,7 +11,7 @@ from api.grove import ClusterTopologyBinding, TopologyConstraint
 from scheduler.reconcile.desired import desired_state
 from scheduler.reconcile.gangs import podgang_object
 from scheduler.reconcile.pods import pod_name
-from scheduler.reconcile.topology_rules import translate
+from scheduler.reconcile.rules.topology import translate
 from tests.reconcile.examples import POD_NAME, built_pod, example, pcs_model
 
 

@@ -10,8 +10,8 @@ import pytest
 from api.grove import ClusterTopologyBinding
 from scheduler.reconcile.desired import desired_state
 from scheduler.reconcile.gangs import service_object
-from scheduler.reconcile.topology_rules import binding_errors
-from scheduler.reconcile.validation import validate
+from scheduler.reconcile.rules.topology import binding_errors
+from scheduler.reconcile.rules.validation import validate
 from tests.reconcile.examples import built_pod, cluster, example, pcs_model, reconciler
 
 T = "spec.template"

@@ -16,7 +16,7 @@ from api.grove import (
     PodGangTopologyConstraint,
     TopologyConstraint,
 )
-from scheduler.reconcile.fields import FieldError
+from scheduler.reconcile.rules.fields import FieldError
 
 __all__ = [
     "ConstraintSite",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.reconcile.immutability import shape, update_errors
+from scheduler.reconcile.rules.immutability import shape, update_errors
 from tests.reconcile.examples import cluster, example, pcs_model, pod_names, reconciler
 
 T = "spec.template"

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from api.grove import ClusterTopologyBinding
-from scheduler.reconcile.fields import FieldError, go_duration_seconds
-from scheduler.reconcile.validation import validate
+from scheduler.reconcile.rules.fields import FieldError, go_duration_seconds
+from scheduler.reconcile.rules.validation import validate
 from tests.conftest import FIXTURES
 from tests.reconcile.examples import example, pcs_model
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.grove import PodCliqueSet, TopologyConstraint
-from scheduler.reconcile.fields import FieldError
+from scheduler.reconcile.rules.fields import FieldError
 
 __all__ = ["SHAPE_STATUS_KEY", "shape", "update_errors"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from api.grove import PodCliqueSet
 from api.quantity import QuantityError, resource_units
-from scheduler.reconcile.fields import FieldError
+from scheduler.reconcile.rules.fields import FieldError
 
 __all__ = ["Limits", "limit_errors"]
 

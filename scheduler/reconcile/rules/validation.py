@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodCliqueTemplate
-from scheduler.reconcile.fields import (
+from scheduler.reconcile.rules.fields import (
     FieldError,
     dns_subdomain_error,
     env_name_error,
@@ -20,8 +20,8 @@ from scheduler.reconcile.fields import (
     label_value_error,
     qualified_name_error,
 )
-from scheduler.reconcile.limits import Limits, limit_errors
-from scheduler.reconcile.topology_rules import topology_errors
+from scheduler.reconcile.rules.limits import Limits, limit_errors
+from scheduler.reconcile.rules.topology import topology_errors
 
 __all__ = ["DEFAULT_SCHEDULER", "STARTUP_TYPES", "FieldError", "validate"]
 
