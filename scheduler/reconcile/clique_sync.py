@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
-from scheduler.reconcile.cliques import pcs_owner, pcsg_object, podclique_object
-from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.gangs import normalised_spec
-from scheduler.reconcile.template_hash import template_hashes
+from scheduler.reconcile.desired.cliques import pcs_owner, pcsg_object, podclique_object
+from scheduler.reconcile.desired.gangs import normalised_spec
+from scheduler.reconcile.desired.state import Desired
+from scheduler.reconcile.desired.template_hash import template_hashes
 
 __all__ = ["CliqueSync"]
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
 from scheduler.reconcile.clique_sync import CliqueSync
-from scheduler.reconcile.desired import LiveScale, desired_state
+from scheduler.reconcile.desired.state import LiveScale, desired_state
 from scheduler.reconcile.gang_sync import GangSync
 from scheduler.reconcile.gates import lift_gates
 from scheduler.reconcile.owned import OwnedObjects, list_owned_objects

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
-from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.gangs import normalised_spec, podgang_object
+from scheduler.reconcile.desired.gangs import normalised_spec, podgang_object
+from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.status import Clock, condition, gang_initialized, merge_conditions
 

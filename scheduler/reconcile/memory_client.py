@@ -25,7 +25,7 @@ from scheduler.reconcile.client import (
     ReplacedKind,
     StatusKind,
 )
-from scheduler.reconcile.names import LABEL_PART_OF
+from scheduler.reconcile.desired.names import LABEL_PART_OF
 
 __all__ = ["InMemoryApi", "Write"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from api.grove import GROVE_API_VERSION, ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
-from scheduler.reconcile.desired import Desired
+from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, shape
 from scheduler.reconcile.rules.topology import levels_condition

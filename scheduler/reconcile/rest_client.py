@@ -29,7 +29,7 @@ from scheduler.reconcile.client import (
     OwnedKind,
     StatusKind,
 )
-from scheduler.reconcile.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
+from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
 
 __all__ = ["KubeApi"]
 

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.reconcile.client import KubeObject
-from scheduler.reconcile.desired import CliquePlan, Desired, GangPlan
-from scheduler.reconcile.gangs import is_terminating
+from scheduler.reconcile.desired.gangs import is_terminating
+from scheduler.reconcile.desired.state import CliquePlan, Desired, GangPlan
 
 __all__ = [
     "CONDITION_SPEC_VALID",

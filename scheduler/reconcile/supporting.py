@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.autoscale import hpa_objects
 from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
-from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.gangs import service_object
+from scheduler.reconcile.desired.autoscale import hpa_objects
+from scheduler.reconcile.desired.services import service_object
+from scheduler.reconcile.desired.startup import pod_role, pod_role_binding, pod_service_account, service_account_of
+from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.owned import OwnedObjects, controlled
 from scheduler.reconcile.owned_sync import OwnedSync
-from scheduler.reconcile.startup import pod_role, pod_role_binding, pod_service_account, service_account_of
 
 __all__ = ["SupportingObjects"]
 

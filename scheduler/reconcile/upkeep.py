@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.clique_status import BREACHED, StatusWriter, condition_of, pcsg_status, podclique_status
-from scheduler.reconcile.desired import Desired
+from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import go_duration_seconds
 from scheduler.reconcile.status import Clock, condition
 from scheduler.reconcile.termination import IN_PROGRESS, recycle

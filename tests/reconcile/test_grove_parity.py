@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from api.grove import ClusterTopologyBinding
-from scheduler.reconcile.desired import desired_state
-from scheduler.reconcile.gangs import service_object
+from scheduler.reconcile.desired.services import service_object
+from scheduler.reconcile.desired.state import desired_state
 from scheduler.reconcile.rules.topology import binding_errors
 from scheduler.reconcile.rules.validation import validate
 from tests.reconcile.examples import built_pod, cluster, example, pcs_model, reconciler

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.reconcile.desired import desired_state
+from scheduler.reconcile.desired.state import desired_state
 from tests.reconcile.examples import pcs_model
 
 

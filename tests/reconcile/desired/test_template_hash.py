@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from api.grove import PodCliqueTemplate
-from scheduler.reconcile.template_hash import _Spew, dump_for_hash, fnv64a, safe_encode, template_hash
+from scheduler.reconcile.desired.template_hash import _Spew, dump_for_hash, fnv64a, safe_encode, template_hash
 from tests.conftest import FIXTURES
 
 _INNER = {"kind": "struct", "fields": [{"name": "Name", "type": "string", "json": "name"},

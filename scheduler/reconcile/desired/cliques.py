@@ -24,8 +24,8 @@ from api.grove import (
     LABEL_TEMPLATE_HASH,
     PodCliqueSet,
 )
-from scheduler.reconcile.desired import CliquePlan, GroupPlan
-from scheduler.reconcile.names import (
+from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.names import (
     COMPONENT_PCS_PODCLIQUE,
     COMPONENT_PCSG,
     COMPONENT_PCSG_PODCLIQUE,
@@ -33,9 +33,9 @@ from scheduler.reconcile.names import (
     LABEL_NAME,
     grove_labels,
 )
+from scheduler.reconcile.desired.state import CliquePlan, GroupPlan
 
 __all__ = [
-    "KubeObject",
     "controller_reference",
     "label_ref",
     "pcs_owner",
@@ -43,8 +43,6 @@ __all__ = [
     "podclique_object",
     "prepend_env",
 ]
-
-KubeObject = dict[str, Any]
 
 
 def controller_reference(owner: Mapping[str, Any]) -> KubeObject:

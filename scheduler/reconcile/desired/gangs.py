@@ -1,4 +1,4 @@
-"""PodGang and headless-Service objects for a desired gang, given the pods that exist now (reference §2).
+"""PodGang objects for a desired gang, given the pods that exist now (reference §2).
 
 A PodGroup's ``podReferences`` are the clique's pods that are not terminating and carry the gang's label, sorted by
 name, so a gang is filled in as its pods appear and a re-run over the same pods yields the same object.
@@ -11,27 +11,18 @@ from typing import Any
 
 from api.grove import (
     ANNOTATION_TOPOLOGY_NAME,
-    LABEL_PCS_REPLICA_INDEX,
     LABEL_PODGANG,
     LABEL_SCHEDULER_NAME,
     SCHEDULER_API_VERSION,
     PodCliqueSet,
     PodGangTopologyConstraint,
 )
-from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
-from scheduler.reconcile.desired import GangPlan
-from scheduler.reconcile.names import (
-    COMPONENT_HEADLESS_SERVICE,
-    LABEL_COMPONENT,
-    LABEL_MANAGED_BY,
-    LABEL_NAME,
-    LABEL_PART_OF,
-    MANAGED_BY,
-    base_gang_name,
-    grove_labels,
-)
+from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.cliques import controller_reference, pcs_owner
+from scheduler.reconcile.desired.names import LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
+from scheduler.reconcile.desired.state import GangPlan
 
-__all__ = ["is_terminating", "normalised_spec", "podgang_object", "service_object"]
+__all__ = ["is_terminating", "normalised_spec", "podgang_object"]
 
 # Mirrored PCS metadata skips Grove's own keys (as Grove does) and kubectl's copy of the whole object (size).
 _NOT_MIRRORED = ("grove.io/", "kubectl.kubernetes.io/last-applied-configuration")
@@ -115,26 +106,3 @@ def normalised_spec(spec: Mapping[str, Any]) -> Any:
     if isinstance(spec, list):
         return [normalised_spec(item) for item in spec]
     return spec
-
-
-def service_object(pcs: PodCliqueSet, replica: int) -> KubeObject:
-    """The headless Service ``<pcs>-<r>`` that gives pods their ``<hostname>.<subdomain>`` DNS names."""
-    config = pcs.spec.template.headlessServiceConfig or {}
-    name = base_gang_name(pcs.metadata.name, replica)
-    # Grove's service.go: the selector is managed-by + part-of + replica index; the labels add name and component.
-    selector = grove_labels(pcs.metadata.name, **{LABEL_PCS_REPLICA_INDEX: str(replica)})
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": pcs.metadata.namespace,
-            "labels": {**selector, LABEL_NAME: name, LABEL_COMPONENT: COMPONENT_HEADLESS_SERVICE},
-            "ownerReferences": [controller_reference(pcs_owner(pcs))],
-        },
-        "spec": {
-            "clusterIP": "None",
-            "selector": selector,
-            "publishNotReadyAddresses": bool(config.get("publishNotReadyAddresses", True)),
-        },
-    }

@@ -6,7 +6,8 @@ exact structs of the k8s.io/api and k8s.io/apimachinery versions Grove builds wi
 a newer API adds fields, and every hash changes). This reads their Go source and writes, per reachable type, its
 kind and (for structs) its fields in declaration order with their JSON names. Run by hand when Grove moves:
 
-    python -m scheduler.reconcile.go_types_gen --api DIR --apimachinery DIR > scheduler/reconcile/go_types.json
+    python -m scheduler.reconcile.desired.go_types_gen --api DIR --apimachinery DIR \
+        > scheduler/reconcile/desired/go_types.json
 
 where DIR are checkouts of kubernetes/api and kubernetes/apimachinery at Grove's version (its operator/go.mod).
 """

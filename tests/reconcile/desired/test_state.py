@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from api.grove import ClusterTopologyBinding, TopologyConstraint
-from scheduler.reconcile.desired import desired_state
-from scheduler.reconcile.gangs import podgang_object
-from scheduler.reconcile.pods import pod_name
+from scheduler.reconcile.desired.gangs import podgang_object
+from scheduler.reconcile.desired.pods import pod_name
+from scheduler.reconcile.desired.state import desired_state
 from scheduler.reconcile.rules.topology import translate
 from tests.reconcile.examples import POD_NAME, built_pod, example, pcs_model
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
-from scheduler.reconcile.names import (
+from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.cliques import controller_reference, pcs_owner
+from scheduler.reconcile.desired.names import (
     COMPONENT_POD_ROLE,
     COMPONENT_POD_ROLE_BINDING,
     COMPONENT_POD_SERVICE_ACCOUNT,

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.grove import GANG_GATE, LABEL_PCS_REPLICA_INDEX, LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG
-from scheduler.reconcile.cliques import KubeObject, controller_reference, label_ref, prepend_env
-from scheduler.reconcile.desired import CliquePlan
-from scheduler.reconcile.names import base_gang_name
-from scheduler.reconcile.startup import add_init_container
+from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.cliques import controller_reference, label_ref, prepend_env
+from scheduler.reconcile.desired.names import base_gang_name
+from scheduler.reconcile.desired.startup import add_init_container
+from scheduler.reconcile.desired.state import CliquePlan
 
 __all__ = ["pod_name", "pod_object"]
 

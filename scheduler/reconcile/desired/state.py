@@ -2,7 +2,7 @@
 
 No I/O and no pods yet: this fixes *which* PodCliqueScalingGroups, PodCliques and PodGangs exist, which PodCliques
 (by FQN) each gang contains, in which order, with which ``minReplicas``, pod counts, startup dependencies and
-translated topology constraints (reference §2, §5). ``cliques``, ``pods`` and ``gangs`` turn it into API objects.
+translated topology constraints (reference §2, §5). The builders beside it turn it into API objects.
 
 The template is the source of truth for everything but two counts, as in Grove: a PodCliqueScalingGroup's and a
 PodClique's ``spec.replicas`` are the template's only until the object exists; after that ``kubectl scale`` or an
@@ -21,7 +21,7 @@ from api.grove import (
     PodCliqueTemplate,
     PodGangTopologyConstraint,
 )
-from scheduler.reconcile.names import base_gang_name, clique_fqn, pcsg_fqn, scaled_gang_name
+from scheduler.reconcile.desired.names import base_gang_name, clique_fqn, pcsg_fqn, scaled_gang_name
 from scheduler.reconcile.rules.topology import translate
 
 __all__ = [

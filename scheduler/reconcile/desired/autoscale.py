@@ -9,9 +9,10 @@ validation refuses an ``autoScalingConfig`` on a clique inside a scaling group (
 from __future__ import annotations
 
 from api.grove import GROVE_API_VERSION, AutoScalingConfig, PodCliqueSet
-from scheduler.reconcile.cliques import KubeObject, controller_reference, pcs_owner
-from scheduler.reconcile.desired import Desired
-from scheduler.reconcile.names import COMPONENT_HPA, LABEL_COMPONENT, LABEL_NAME, grove_labels
+from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.cliques import controller_reference, pcs_owner
+from scheduler.reconcile.desired.names import COMPONENT_HPA, LABEL_COMPONENT, LABEL_NAME, grove_labels
+from scheduler.reconcile.desired.state import Desired
 
 __all__ = ["hpa_objects"]
 

@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from api.grove import PodCliqueSet, PodCliqueTemplate
-from scheduler.reconcile.go_quantity import quantity_fields
+from scheduler.reconcile.desired.go_quantity import quantity_fields
 
 __all__ = ["dump_for_hash", "fnv64a", "safe_encode", "template_hash", "template_hashes"]
 
