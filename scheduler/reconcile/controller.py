@@ -27,14 +27,14 @@ from scheduler.reconcile.gang_sync import GangSync
 from scheduler.reconcile.gates import lift_gates
 from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
 from scheduler.reconcile.pod_sync import PodRefused, PodSync
-from scheduler.reconcile.reporting import PodCliqueSetStatusReporter
 from scheduler.reconcile.rules.defaults import with_defaults
 from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.rules.limits import Limits
 from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.rules.validation import validate
-from scheduler.reconcile.status import Clock
+from scheduler.reconcile.status.podcliqueset import Clock
+from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
 from scheduler.reconcile.supporting import SupportingObjects
 from scheduler.reconcile.upkeep import Upkeep
 

@@ -16,7 +16,7 @@ from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired.gangs import normalised_spec, podgang_object
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.topology import topology_name
-from scheduler.reconcile.status import Clock, condition, gang_initialized, merge_conditions
+from scheduler.reconcile.status.podcliqueset import Clock, condition, gang_initialized, merge_conditions
 
 __all__ = ["GangSync"]
 

@@ -13,7 +13,7 @@ from api.grove import GANG_GATE
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired.gangs import is_terminating
 from scheduler.reconcile.desired.state import Desired
-from scheduler.reconcile.status import base_gang_scheduled
+from scheduler.reconcile.status.podcliqueset import base_gang_scheduled
 
 __all__ = ["lift_gates"]
 

@@ -20,7 +20,7 @@ from scheduler.reconcile.desired.gangs import is_terminating
 from scheduler.reconcile.desired.pods import pod_name, pod_object
 from scheduler.reconcile.desired.state import CliquePlan
 from scheduler.reconcile.rules.fields import FieldError
-from scheduler.reconcile.status import pod_is_bound, pod_is_ready
+from scheduler.reconcile.status.podcliqueset import pod_is_bound, pod_is_ready
 
 __all__ = ["PodRefused", "PodSync"]
 

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX
-from scheduler.reconcile.clique_status import BREACHED, SCHEDULED, condition_of
+from scheduler.reconcile.status.cliques import BREACHED, SCHEDULED, condition_of
 
 __all__ = ["Recycle", "recycle"]
 

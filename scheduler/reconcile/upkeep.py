@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
-from scheduler.reconcile.clique_status import BREACHED, StatusWriter, condition_of, pcsg_status, podclique_status
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import go_duration_seconds
-from scheduler.reconcile.status import Clock, condition
+from scheduler.reconcile.status.cliques import BREACHED, StatusWriter, condition_of, pcsg_status, podclique_status
+from scheduler.reconcile.status.podcliqueset import Clock, condition
 from scheduler.reconcile.termination import IN_PROGRESS, recycle
 
 __all__ = ["Upkeep"]

@@ -20,7 +20,7 @@ from api.grove import LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX, LABEL_PODCLIQUE, LAB
 from scheduler.reconcile.client import KubeObject, ReconcileApi, StatusKind
 from scheduler.reconcile.desired.gangs import is_terminating
 from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
-from scheduler.reconcile.status import Clock, condition, merge_conditions, pod_is_bound, pod_is_ready
+from scheduler.reconcile.status.podcliqueset import Clock, condition, merge_conditions, pod_is_bound, pod_is_ready
 
 __all__ = [
     "BREACHED",
