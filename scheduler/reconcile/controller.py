@@ -33,7 +33,7 @@ from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_erro
 from scheduler.reconcile.rules.limits import Limits
 from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.rules.validation import validate
-from scheduler.reconcile.status.podcliqueset import Clock
+from scheduler.reconcile.status.conditions import Clock
 from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
 from scheduler.reconcile.supporting import SupportingObjects
 from scheduler.reconcile.upkeep import Upkeep

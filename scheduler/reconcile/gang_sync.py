@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired.gangs import normalised_spec, podgang_object
-from scheduler.reconcile.desired.state import Desired
+from scheduler.reconcile.desired.state import Desired, GangPlan
 from scheduler.reconcile.rules.topology import topology_name
-from scheduler.reconcile.status.podcliqueset import Clock, condition, gang_initialized, merge_conditions
+from scheduler.reconcile.status.conditions import Clock, condition, merge_conditions
 
-__all__ = ["GangSync"]
+__all__ = ["GangSync", "gang_initialized"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,9 @@ def _gang_differs(live: KubeObject, wanted: KubeObject) -> bool:
         or (live_meta.get("labels") or {}) != wanted_meta["labels"]
         or (live_meta.get("annotations") or {}) != wanted_meta.get("annotations", {})
     )
+
+
+def gang_initialized(gang: GangPlan, podgang: Mapping[str, Any]) -> bool:
+    """Grove's rule: every PodClique of the gang has at least ``replicas`` pods listed in its PodGroup."""
+    listed = {group["name"]: len(group.get("podReferences") or []) for group in podgang["spec"]["podgroups"]}
+    return all(listed.get(clique.fqn, 0) >= clique.replicas for clique in gang.cliques)

@@ -11,11 +11,10 @@ from collections.abc import Mapping
 
 from api.grove import GANG_GATE
 from scheduler.reconcile.client import KubeObject, ReconcileApi
-from scheduler.reconcile.desired.gangs import is_terminating
-from scheduler.reconcile.desired.state import Desired
-from scheduler.reconcile.status.podcliqueset import base_gang_scheduled
+from scheduler.reconcile.desired.state import Desired, GangPlan
+from scheduler.reconcile.live import is_terminating, pod_is_bound
 
-__all__ = ["lift_gates"]
+__all__ = ["base_gang_scheduled", "lift_gates"]
 
 
 def lift_gates(
@@ -55,3 +54,12 @@ def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
         return set()
     groups = [g for g in gang["spec"].get("podgroups") or [] if g.get("name") == fqn]
     return {ref["name"] for g in groups for ref in g.get("podReferences") or []}
+
+
+def base_gang_scheduled(base: GangPlan, pods_by_clique: Mapping[str, list[KubeObject]]) -> bool:
+    """Grove's 'base gang scheduled': every base PodGroup has ≥ minReplicas bound pods (its PodClique's
+    ``scheduledReplicas``, counted here from this pass's pods rather than from a status written a pass ago)."""
+    return all(
+        sum(1 for pod in pods_by_clique.get(clique.fqn, []) if pod_is_bound(pod)) >= clique.min_available
+        for clique in base.cliques
+    )

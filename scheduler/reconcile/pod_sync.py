@@ -16,11 +16,10 @@ from typing import Any
 
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
 from scheduler.reconcile.client import ApiError, Conflict, KubeObject, ReconcileApi
-from scheduler.reconcile.desired.gangs import is_terminating
 from scheduler.reconcile.desired.pods import pod_name, pod_object
 from scheduler.reconcile.desired.state import CliquePlan
+from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
 from scheduler.reconcile.rules.fields import FieldError
-from scheduler.reconcile.status.podcliqueset import pod_is_bound, pod_is_ready
 
 __all__ = ["PodRefused", "PodSync"]
 

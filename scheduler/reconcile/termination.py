@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX
-from scheduler.reconcile.status.cliques import BREACHED, SCHEDULED, condition_of
+from scheduler.reconcile.status.cliques import BREACHED, IN_PROGRESS, SCHEDULED
+from scheduler.reconcile.status.conditions import condition_of
 
 __all__ = ["Recycle", "recycle"]
 
 _GRACE = timedelta(seconds=5)  # Grove's InitialScheduleGrace: a flip this soon after creation is the first setting
-IN_PROGRESS = "GangTerminationInProgress"
 
 
 @dataclass(frozen=True)

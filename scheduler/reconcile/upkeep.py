@@ -14,9 +14,10 @@ from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import go_duration_seconds
-from scheduler.reconcile.status.cliques import BREACHED, StatusWriter, condition_of, pcsg_status, podclique_status
-from scheduler.reconcile.status.podcliqueset import Clock, condition
-from scheduler.reconcile.termination import IN_PROGRESS, recycle
+from scheduler.reconcile.status.cliques import IN_PROGRESS
+from scheduler.reconcile.status.conditions import Clock, condition
+from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
+from scheduler.reconcile.termination import recycle
 
 __all__ = ["Upkeep"]
 
@@ -43,26 +44,7 @@ class Upkeep:
     ) -> int:
         """Returns the writes issued."""
         writer = StatusWriter(api=self.api, clock=self.clock)
-        writes = 0
-        for name, clique in podcliques.items():
-            podcliques[name], written = writer.write("PodClique", clique, podclique_status(clique, pods.get(name, [])))
-            writes += written
-        members: dict[str, list[KubeObject]] = {}
-        for clique in podcliques.values():
-            if group := (clique["metadata"].get("labels") or {}).get(LABEL_PCSG):
-                members.setdefault(group, []).append(clique)
-        for name, group in groups.items():
-            wanted = pcsg_status(group, members.get(name, []))
-            breached = next(c for c in wanted["conditions"] if c["type"] == BREACHED)
-            in_progress = condition_of(group, IN_PROGRESS)
-            if breached["status"] == "False" and in_progress is not None:
-                # The recycled group is whole again: Grove drops the marker that kept it from being recycled twice.
-                current = [
-                    c for c in (group.get("status") or {}).get("conditions") or [] if c.get("type") != IN_PROGRESS
-                ]
-                group = {**group, "status": {**(group.get("status") or {}), "conditions": current}}
-            groups[name], written = writer.write("PodCliqueScalingGroup", group, wanted)
-            writes += written
+        writes = write_clique_statuses(writer, groups=groups, podcliques=podcliques, pods=pods)
         return writes + self._terminate(pcs, desired=desired, groups=groups, podcliques=podcliques, writer=writer)
 
     def _terminate(

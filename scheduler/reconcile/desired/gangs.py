@@ -21,15 +21,12 @@ from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.desired.cliques import controller_reference, pcs_owner
 from scheduler.reconcile.desired.names import LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
 from scheduler.reconcile.desired.state import GangPlan
+from scheduler.reconcile.live import is_terminating
 
-__all__ = ["is_terminating", "normalised_spec", "podgang_object"]
+__all__ = ["normalised_spec", "podgang_object"]
 
 # Mirrored PCS metadata skips Grove's own keys (as Grove does) and kubectl's copy of the whole object (size).
 _NOT_MIRRORED = ("grove.io/", "kubectl.kubernetes.io/last-applied-configuration")
-
-
-def is_terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _mirrored(values: Mapping[str, str]) -> dict[str, str]:

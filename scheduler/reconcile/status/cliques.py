@@ -6,37 +6,28 @@ PodClique: ``replicas`` (pods not terminating), ``readyReplicas``, ``scheduledRe
 minAvailable) and ``MinAvailableBreached`` (fewer than minAvailable scheduled, or scheduled minus pods failing or
 started-but-not-ready below it). PodCliqueScalingGroup: ``replicas``, ``scheduledReplicas`` and
 ``availableReplicas`` per group replica, ``selector``, and ``MinAvailableBreached`` when fewer than ``minAvailable``
-group replicas are free of a breach. Pure functions; ``StatusWriter`` writes only what changed, so a steady cluster
-sees no status writes.
+group replicas are free of a breach. Pure functions; ``writer`` writes them.
+
+A scaling group whose PodCliques gang termination deleted carries ``GangTerminationInProgress`` until it is whole
+again, so the same breach does not recycle it twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from api.grove import LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX, LABEL_PODCLIQUE, LABEL_TEMPLATE_HASH
-from scheduler.reconcile.client import KubeObject, ReconcileApi, StatusKind
-from scheduler.reconcile.desired.gangs import is_terminating
+from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
-from scheduler.reconcile.status.podcliqueset import Clock, condition, merge_conditions, pod_is_bound, pod_is_ready
+from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
+from scheduler.reconcile.status.conditions import condition, condition_of
 
-__all__ = [
-    "BREACHED",
-    "SCHEDULED",
-    "StatusWriter",
-    "condition_of",
-    "pcsg_status",
-    "podclique_status",
-]
+__all__ = ["BREACHED", "IN_PROGRESS", "SCHEDULED", "pcsg_status", "podclique_status"]
 
 BREACHED = "MinAvailableBreached"
 SCHEDULED = "PodCliqueScheduled"
-
-
-def condition_of(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+IN_PROGRESS = "GangTerminationInProgress"
 
 
 def _gated(pod: Mapping[str, Any]) -> bool:
@@ -181,30 +172,3 @@ def pcsg_status(pcsg: Mapping[str, Any], cliques: Iterable[Mapping[str, Any]]) -
 def _is_true(obj: Mapping[str, Any], type_: str) -> bool:
     found = condition_of(obj, type_)
     return found is not None and found.get("status") == "True"
-
-
-@dataclass(frozen=True)
-class StatusWriter:
-    """Writes a computed status onto an object's status subresource when it differs (conditions keep their
-    ``lastTransitionTime`` unless their status flips, and conditions others wrote are kept)."""
-
-    api: ReconcileApi
-    clock: Clock
-
-    def write(self, kind: StatusKind, obj: KubeObject, wanted: KubeObject) -> tuple[KubeObject, int]:
-        current = obj.get("status") or {}
-        conditions = merge_conditions(
-            current.get("conditions") or [], wanted["conditions"], now=self.clock().isoformat()
-        )
-        status = {**wanted, "conditions": conditions}
-        if all(current.get(key) == value for key, value in status.items()):
-            return obj, 0
-        meta = obj["metadata"]
-        updated = self.api.patch_status(
-            kind,
-            namespace=meta["namespace"],
-            name=meta["name"],
-            status=status,
-            resource_version=meta["resourceVersion"],
-        )
-        return updated, 1

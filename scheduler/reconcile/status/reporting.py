@@ -16,7 +16,8 @@ from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, shape
 from scheduler.reconcile.rules.topology import levels_condition
-from scheduler.reconcile.status.podcliqueset import CONDITION_SPEC_VALID, Clock, condition, merge_conditions, pcs_status
+from scheduler.reconcile.status.conditions import Clock, condition, merge_conditions
+from scheduler.reconcile.status.podcliqueset import CONDITION_SPEC_VALID, pcs_status
 
 __all__ = ["PodCliqueSetStatusReporter"]
 
