@@ -21,12 +21,14 @@ from pydantic import ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
-from scheduler.reconcile.clique_sync import CliqueSync
+from scheduler.reconcile.components.observed import OwnedObjects, list_owned_objects
+from scheduler.reconcile.components.pcs_replica import Upkeep
+from scheduler.reconcile.components.pod import PodRefused, PodSync
+from scheduler.reconcile.components.podclique import CliqueSync
+from scheduler.reconcile.components.podgang import GangSync
+from scheduler.reconcile.components.scheduling_gate import lift_gates
+from scheduler.reconcile.components.service_account import SupportingObjects
 from scheduler.reconcile.desired.state import LiveScale, desired_state
-from scheduler.reconcile.gang_sync import GangSync
-from scheduler.reconcile.gates import lift_gates
-from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
-from scheduler.reconcile.pod_sync import PodRefused, PodSync
 from scheduler.reconcile.rules.defaults import with_defaults
 from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_errors
@@ -35,8 +37,6 @@ from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.rules.validation import validate
 from scheduler.reconcile.status.conditions import Clock
 from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
-from scheduler.reconcile.supporting import SupportingObjects
-from scheduler.reconcile.upkeep import Upkeep
 
 __all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
+from scheduler.reconcile.components.converge import OwnedSync
+from scheduler.reconcile.components.observed import OwnedObjects, controlled
 from scheduler.reconcile.desired.autoscale import hpa_objects
 from scheduler.reconcile.desired.services import service_object
 from scheduler.reconcile.desired.startup import pod_role, pod_role_binding, pod_service_account, service_account_of
 from scheduler.reconcile.desired.state import Desired
-from scheduler.reconcile.owned import OwnedObjects, controlled
-from scheduler.reconcile.owned_sync import OwnedSync
 
 __all__ = ["SupportingObjects"]
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
+from scheduler.reconcile.components.gang_termination import recycle
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import go_duration_seconds
 from scheduler.reconcile.status.cliques import IN_PROGRESS
 from scheduler.reconcile.status.conditions import Clock, condition
 from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
-from scheduler.reconcile.termination import recycle
 
 __all__ = ["Upkeep"]
 
