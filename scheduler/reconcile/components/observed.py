@@ -1,30 +1,37 @@
-"""What exists for a PodCliqueSet: every object it owns, directly or through its scaling groups and PodCliques.
+"""What exists for a PodCliqueSet when a pass begins, and what a scaler set on it.
 
 Ownership is checked by controller reference UID down Grove's chain (PodCliqueSet → PodCliqueScalingGroup →
 PodClique → Pod), never by name alone: an object that merely carries our labels is not ours to change. Pods whose
 controller is the PodCliqueSet itself (made by earlier versions of this reconciler, before PodCliques existed) are
 adopted as they are, so an upgrade neither duplicates nor restarts a running gang.
+
+Only the chain is read up front, because the rules and the desired state need it before any component runs:
+whether the PodCliqueSet is being created (no pods, no gangs yet) and the replicas a scaler set. Other components
+list their own kind (``controlled``) when they sync it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
+from scheduler.reconcile.desired.state import LiveScale
+from scheduler.reconcile.rules.limits import Limits
 
-__all__ = ["OwnedObjects", "list_owned_objects"]
+__all__ = ["Observed", "controlled", "live_scale", "observe"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
-class OwnedObjects:
+class Observed:
     groups: dict[str, KubeObject] = field(default_factory=dict)
     cliques: dict[str, KubeObject] = field(default_factory=dict)
     pods: list[KubeObject] = field(default_factory=list)
     gangs: dict[str, KubeObject] = field(default_factory=dict)
-    services: list[KubeObject] = field(default_factory=list)
-    hpas: list[KubeObject] = field(default_factory=list)
 
 
 def _controller_uid(obj: KubeObject) -> str | None:
@@ -42,17 +49,36 @@ def controlled(api: ReconcileApi, kind: OwnedKind, pcs: PodCliqueSet, owners: se
     return [obj for obj in objects if _controller_uid(obj) in owners]
 
 
-def list_owned_objects(api: ReconcileApi, pcs: PodCliqueSet) -> OwnedObjects:
+def observe(api: ReconcileApi, pcs: PodCliqueSet) -> Observed:
     root = {pcs.metadata.uid}
     groups = _by_name(controlled(api, "PodCliqueScalingGroup", pcs, root))
     group_uids = {obj["metadata"]["uid"] for obj in groups.values()}
     cliques = _by_name(controlled(api, "PodClique", pcs, root | group_uids))
     clique_uids = {obj["metadata"]["uid"] for obj in cliques.values()}
-    return OwnedObjects(
+    return Observed(
         groups=groups,
         cliques=cliques,
         pods=controlled(api, "Pod", pcs, clique_uids | root),
         gangs=_by_name(controlled(api, "PodGang", pcs, root)),
-        services=controlled(api, "Service", pcs, root),
-        hpas=controlled(api, "HorizontalPodAutoscaler", pcs, root),
+    )
+
+
+def live_scale(observed: Observed, limits: Limits) -> LiveScale:
+    """What ``kubectl scale`` or an HPA set on the live objects; a count beyond the limits is ignored (the
+    template's applies) and said so, rather than creating a billion pods from one typo."""
+
+    def counts(objects: dict[str, KubeObject], kind: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for name, obj in objects.items():
+            value = (obj.get("spec") or {}).get("replicas")
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.replicas:
+                found[name] = value
+            else:
+                log.warning(
+                    "ignoring replicas kind=%s name=%s replicas=%r limit=%d", kind, name, value, limits.replicas
+                )
+        return found
+
+    return LiveScale(
+        groups=counts(observed.groups, "PodCliqueScalingGroup"), cliques=counts(observed.cliques, "PodClique")
     )

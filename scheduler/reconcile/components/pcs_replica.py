@@ -1,25 +1,27 @@
-"""After the spec is converged: PodClique and PodCliqueScalingGroup status, then gang termination on it.
+"""PodCliqueSet replicas as wholes, as Grove's ``components/podcliquesetreplica`` acts on them: gang termination.
 
-Status first, because gang termination reads the ``MinAvailableBreached`` conditions (and when they last flipped)
-that the status just recorded. What termination deletes, the next pass recreates from the template.
+It runs after PodClique and PodCliqueScalingGroup status is written, because it decides on the
+``MinAvailableBreached`` conditions (and when they last flipped) that status just recorded
+(``gang_termination``). It deletes the PodCliques of a recycled replica, or of a recycled scaling-group replica,
+and marks the groups it recycled; the next pass recreates them from the template. It owns no objects of its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
+from scheduler.reconcile.components.component import PassState
 from scheduler.reconcile.components.gang_termination import recycle
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import go_duration_seconds
 from scheduler.reconcile.status.cliques import IN_PROGRESS
 from scheduler.reconcile.status.conditions import Clock, condition
-from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
+from scheduler.reconcile.status.writer import StatusWriter
 
-__all__ = ["Upkeep"]
+__all__ = ["PodCliqueSetReplicas"]
 
 log = logging.getLogger(__name__)
 
@@ -29,23 +31,18 @@ def _replica(obj: KubeObject) -> int:
 
 
 @dataclass(frozen=True)
-class Upkeep:
+class PodCliqueSetReplicas:
     api: ReconcileApi
     clock: Clock
 
-    def run(
-        self,
-        pcs: PodCliqueSet,
-        *,
-        desired: Desired,
-        groups: dict[str, KubeObject],
-        podcliques: dict[str, KubeObject],
-        pods: Mapping[str, list[KubeObject]],
-    ) -> int:
-        """Returns the writes issued."""
+    def sync(self, state: PassState) -> int:
         writer = StatusWriter(api=self.api, clock=self.clock)
-        writes = write_clique_statuses(writer, groups=groups, podcliques=podcliques, pods=pods)
-        return writes + self._terminate(pcs, desired=desired, groups=groups, podcliques=podcliques, writer=writer)
+        return self._terminate(
+            state.pcs, desired=state.desired, groups=state.groups, podcliques=state.podcliques, writer=writer
+        )
+
+    def delete(self, *, namespace: str, pcs: str) -> int:
+        return 0
 
     def _terminate(
         self,

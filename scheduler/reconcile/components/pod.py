@@ -1,4 +1,5 @@
-"""Keeping each PodClique's pods: ``spec.replicas`` of them, each at its own pod index, gated until its gang is listed.
+"""Each PodClique's pods, as Grove's PodClique controller keeps them (``podclique/components/pod``): ``spec.replicas``
+of them, each at its own pod index, gated until its gang is listed.
 
 Level-triggered and idempotent: pods are recognised by their PodClique and pod-index labels and their owner, never
 remembered, so a restart neither duplicates nor loses one. Scale-out fills the lowest free indices (as Grove
@@ -16,12 +17,14 @@ from typing import Any
 
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
 from scheduler.reconcile.client import ApiError, Conflict, KubeObject, ReconcileApi
+from scheduler.reconcile.components.component import PassState
+from scheduler.reconcile.components.converge import delete_orphans
 from scheduler.reconcile.desired.pods import pod_name, pod_object
 from scheduler.reconcile.desired.state import CliquePlan
 from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
 from scheduler.reconcile.rules.fields import FieldError
 
-__all__ = ["PodRefused", "PodSync"]
+__all__ = ["PodRefused", "Pods"]
 
 log = logging.getLogger(__name__)
 _NAME_ATTEMPTS = 5  # random-suffix collisions are ~1 in 14 million; five tries is plenty
@@ -70,13 +73,25 @@ class _Descending:
 
 
 @dataclass
-class PodSync:
+class Pods:
     api: ReconcileApi
     rng: random.Random
     scheduler_name: str
     initc_image: str
 
-    def sync(
+    def sync(self, state: PassState) -> int:
+        """Leaves each PodClique's kept pods, by index, in ``state.pods_by_clique``; raises ``PodRefused`` when the
+        API server refuses a pod built from a clique's pod spec."""
+        state.pods_by_clique, writes = self._sync(
+            state.pcs, cliques=state.desired.cliques(), podcliques=state.podcliques, pods=state.observed.pods
+        )
+        return writes
+
+    def delete(self, *, namespace: str, pcs: str) -> int:
+        # Pods the PodCliqueSet owns itself, made before PodCliques existed; the others go with their PodClique.
+        return delete_orphans(self.api, "Pod", namespace=namespace, pcs=pcs)
+
+    def _sync(
         self,
         pcs: PodCliqueSet,
         *,
@@ -84,7 +99,6 @@ class PodSync:
         podcliques: Mapping[str, KubeObject],
         pods: list[KubeObject],
     ) -> tuple[dict[str, list[KubeObject]], int]:
-        """Returns each PodClique's kept pods (by index) and the writes issued."""
         writes = 0
         namespace = pcs.metadata.namespace
         by_clique: dict[str, dict[int, KubeObject]] = {fqn: {} for fqn in cliques}

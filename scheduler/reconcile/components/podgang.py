@@ -1,4 +1,5 @@
-"""Keeping a PodCliqueSet's PodGangs as Grove's operator keeps them (reference §1–§2).
+"""A PodCliqueSet's PodGangs, as Grove's PodCliqueSet controller keeps them (``components/podgang``, reference
+§1–§2).
 
 A gang is created with its members already listed (pods are created first, gated), then marked
 ``phase: Pending`` / ``Initialized=False`` exactly as Grove does at creation, and ``Initialized=True`` once every
@@ -14,21 +15,33 @@ from typing import Any
 
 from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject, ReconcileApi
+from scheduler.reconcile.components.component import PassState
+from scheduler.reconcile.components.converge import delete_orphans
 from scheduler.reconcile.desired.gangs import normalised_spec, podgang_object
 from scheduler.reconcile.desired.state import Desired, GangPlan
 from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.status.conditions import Clock, condition, merge_conditions
 
-__all__ = ["GangSync", "gang_initialized"]
+__all__ = ["PodGangs", "gang_initialized"]
 
 
 @dataclass(frozen=True)
-class GangSync:
+class PodGangs:
     api: ReconcileApi
     clock: Clock
     scheduler_name: str
 
-    def sync(
+    def sync(self, state: PassState) -> int:
+        """Leaves the live PodGangs by name in ``state.gangs``."""
+        state.gangs, writes = self._sync(
+            state.pcs, desired=state.desired, live=state.observed.gangs, pods_by_clique=state.pods_by_clique
+        )
+        return writes
+
+    def delete(self, *, namespace: str, pcs: str) -> int:
+        return delete_orphans(self.api, "PodGang", namespace=namespace, pcs=pcs)
+
+    def _sync(
         self,
         pcs: PodCliqueSet,
         *,

@@ -2,19 +2,38 @@
 
 A pod's ``grove.io/podgang-pending-creation`` gate goes once the pod is listed in its PodGang's PodGroup and either
 it belongs to a base gang or its base gang is scheduled (every base PodGroup has ``minReplicas`` bound pods). Only
-Grove's own gate is removed; the write carries the pod's ``resourceVersion``.
+Grove's own gate is removed; the write carries the pod's ``resourceVersion``. In Grove the PodClique controller's
+pod component does this; here it runs after the PodGang component in the same pass, so a pod is listed and
+ungated in one pass. It owns no objects: a deleted PodCliqueSet leaves it nothing to delete.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from api.grove import GANG_GATE
 from scheduler.reconcile.client import KubeObject, ReconcileApi
+from scheduler.reconcile.components.component import PassState
 from scheduler.reconcile.desired.state import Desired, GangPlan
 from scheduler.reconcile.live import is_terminating, pod_is_bound
 
-__all__ = ["base_gang_scheduled", "lift_gates"]
+__all__ = ["SchedulingGates", "base_gang_scheduled", "lift_gates"]
+
+
+@dataclass(frozen=True)
+class SchedulingGates:
+    api: ReconcileApi
+
+    def sync(self, state: PassState) -> int:
+        """Leaves the count of pods still gated in ``state.gated``."""
+        lifted, state.gated = lift_gates(
+            self.api, desired=state.desired, gangs=state.gangs, pods_by_clique=state.pods_by_clique
+        )
+        return lifted
+
+    def delete(self, *, namespace: str, pcs: str) -> int:
+        return 0
 
 
 def lift_gates(

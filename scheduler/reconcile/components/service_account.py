@@ -1,52 +1,31 @@
-"""The objects that serve a PodCliqueSet's pods without being them: headless Services (DNS names), HPAs (scaling)
-and, when some clique has a startup order, the ServiceAccount, Role and RoleBinding its ``grove-initc`` uses."""
+"""The ServiceAccount ``<pcs>``, our counterpart of Grove's ``components/serviceaccount``: pods with a startup
+order that name no account of their own run as it, so that ``grove-initc`` has a token (``desired.startup`` says
+why and how this differs from Grove). Synced before the pods: a pod naming an account that does not exist yet is
+refused by the API server."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from api.grove import PodCliqueSet
-from scheduler.reconcile.client import KubeObject, OwnedKind, ReconcileApi
-from scheduler.reconcile.components.converge import OwnedSync
-from scheduler.reconcile.components.observed import OwnedObjects, controlled
-from scheduler.reconcile.desired.autoscale import hpa_objects
-from scheduler.reconcile.desired.services import service_object
-from scheduler.reconcile.desired.startup import pod_role, pod_role_binding, pod_service_account, service_account_of
-from scheduler.reconcile.desired.state import Desired
+from scheduler.reconcile.client import ReconcileApi
+from scheduler.reconcile.components.component import PassState
+from scheduler.reconcile.components.converge import FieldPath, converge_one, delete_orphans
+from scheduler.reconcile.desired.startup import pod_service_account, startup_accounts
 
-__all__ = ["SupportingObjects"]
+__all__ = ["ServiceAccounts"]
+
+_FIELDS: tuple[FieldPath, ...] = (("automountServiceAccountToken",),)
 
 
 @dataclass(frozen=True)
-class SupportingObjects:
+class ServiceAccounts:
     api: ReconcileApi
 
-    def sync(self, pcs: PodCliqueSet, *, desired: Desired, owned: OwnedObjects) -> int:
-        """Returns the writes issued."""
-        sync, namespace = OwnedSync(self.api), pcs.metadata.namespace
-        services = [service_object(pcs, replica) for replica in range(max(pcs.spec.replicas, 0))]
-        writes = sync.sync("Service", namespace=namespace, live=owned.services, wanted=services)
-        writes += sync.sync(
-            "HorizontalPodAutoscaler", namespace=namespace, live=owned.hpas, wanted=hpa_objects(pcs, desired)
-        )
-        accounts = {
-            service_account_of(clique.template.spec.podSpec, pcs.metadata.name)
-            for gang in desired.gangs
-            for clique in gang.cliques
-            if clique.parents
-        }
-        if not accounts:
-            return writes  # startupsAfter is immutable: a PodCliqueSet without an order never needs them
-        identity: list[tuple[OwnedKind, KubeObject]] = [
-            ("Role", pod_role(pcs)),
-            ("RoleBinding", pod_role_binding(pcs, accounts)),
-        ]
-        if pcs.metadata.name in accounts:
-            identity.insert(0, ("ServiceAccount", pod_service_account(pcs)))
-        root = {pcs.metadata.uid}
-        for kind, obj in identity:
-            live = [
-                o for o in controlled(self.api, kind, pcs, root) if o["metadata"]["name"] == obj["metadata"]["name"]
-            ]
-            writes += sync.sync(kind, namespace=namespace, live=live, wanted=[obj])
-        return writes
+    def sync(self, state: PassState) -> int:
+        pcs = state.pcs
+        if pcs.metadata.name not in startup_accounts(pcs, state.desired):
+            return 0  # no startup order, or every pod with one names its own account
+        return converge_one(self.api, "ServiceAccount", pcs, wanted=pod_service_account(pcs), fields=_FIELDS)
+
+    def delete(self, *, namespace: str, pcs: str) -> int:
+        return delete_orphans(self.api, "ServiceAccount", namespace=namespace, pcs=pcs)

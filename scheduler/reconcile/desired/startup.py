@@ -29,6 +29,7 @@ from scheduler.reconcile.desired.names import (
     grove_labels,
     pod_role_name,
 )
+from scheduler.reconcile.desired.state import Desired
 
 __all__ = [
     "INIT_CONTAINER",
@@ -37,6 +38,7 @@ __all__ = [
     "pod_role_binding",
     "pod_service_account",
     "service_account_of",
+    "startup_accounts",
 ]
 
 INIT_CONTAINER = "grove-initc"
@@ -49,6 +51,17 @@ def service_account_of(pod_spec: KubeObject, pcs: str) -> str:
     """The ServiceAccount a pod with startup dependencies runs as: its own, else the PodCliqueSet's."""
     own = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
     return str(own) if own and own != "default" else pcs
+
+
+def startup_accounts(pcs: PodCliqueSet, desired: Desired) -> set[str]:
+    """The ServiceAccounts the ``grove-initc`` containers of ``pcs`` run as; empty when no clique has a startup
+    order (then no identity is needed, ever: ``startsAfter`` is immutable)."""
+    return {
+        service_account_of(clique.template.spec.podSpec, pcs.metadata.name)
+        for gang in desired.gangs
+        for clique in gang.cliques
+        if clique.parents
+    }
 
 
 def add_init_container(spec: KubeObject, *, pcs: str, parents: Iterable[tuple[str, int]], image: str) -> None:
