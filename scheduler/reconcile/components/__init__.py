@@ -5,7 +5,8 @@ Owns: what a component is and the pass the components share (``component``); the
 order a pass runs them in (``registry``); what exists when a pass begins (``observed``) and the rules by which a
 component converges its kind (``converge``); and the components themselves — ``scaling_group``, ``podclique``,
 ``headless_service``, ``hpa``, ``service_account``, ``role``, ``role_binding``, ``pod``, ``podgang``,
-``scheduling_gate`` and ``pcs_replica`` (gang termination, with its pure decision in ``gang_termination``).
+``scheduling_gate`` and ``pcs_replica`` (gang termination and the rolling update's next replica, with their pure
+decisions in ``gang_termination`` and ``rolling_update``).
 Does not own: what the objects should be (``desired`` builds them), the rules a PodCliqueSet must meet first
 (``rules``), or status (``status``); the controller composes them.
 """
