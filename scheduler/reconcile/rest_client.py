@@ -40,6 +40,7 @@ _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "Secret": ("/api/v1", "secrets"),
     "PodGang": (SCHEDULER_API_PATH, "podgangs"),
     "PodCliqueSet": (GROVE_API_PATH, "podcliquesets"),
     "PodClique": (GROVE_API_PATH, "podcliques"),

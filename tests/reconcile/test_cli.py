@@ -26,8 +26,18 @@ def test_dry_run_prints_the_list_it_would_create(capsys: pytest.CaptureFixture[s
     document = json.loads(out)
     assert document["kind"] == "List"
     kinds = Counter(item["kind"] for item in document["items"])
-    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6
-    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1, "PodClique": 6, "PodCliqueScalingGroup": 2}
+    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6;
+    # Grove's ServiceAccount, Role and RoleBinding for every PodCliqueSet (no startup order: no token Secret)
+    assert kinds == {
+        "Pod": 13,
+        "PodGang": 2,
+        "Service": 1,
+        "PodClique": 6,
+        "PodCliqueScalingGroup": 2,
+        "ServiceAccount": 1,
+        "Role": 1,
+        "RoleBinding": 1,
+    }
     pods = [item for item in document["items"] if item["kind"] == "Pod"]
     assert all(pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}] for pod in pods)
     gangs = {item["metadata"]["name"]: item for item in document["items"] if item["kind"] == "PodGang"}
@@ -45,8 +55,9 @@ def test_dry_run_yaml_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
     other_code, other, _ = _dry_run(capsys, "-f", path, "--seed", "5")
     assert code == other_code == 0
     first, second = yaml.safe_load(out), yaml.safe_load(other)
-    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques
-    assert len(first["items"]) == len(second["items"]) == 16
+    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques; ServiceAccount,
+    # Role, RoleBinding
+    assert len(first["items"]) == len(second["items"]) == 19
     assert first != second  # only the pod-name suffixes differ
 
 

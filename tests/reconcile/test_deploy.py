@@ -128,6 +128,7 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         ("autoscaling", "horizontalpodautoscalers", "create"),
         ("rbac.authorization.k8s.io", "rolebindings", "create"),
         ("", "serviceaccounts", "create"),
+        ("", "secrets", "create"),
         ("grove.io", "clustertopologybindings", "get"),
     } <= made
     assert made - _allowed() == set()

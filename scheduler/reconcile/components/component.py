@@ -27,6 +27,7 @@ ComponentKind = Literal[
     "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ServiceAccountTokenSecret",
     "Pod",
     "PodGang",
     "PodSchedulingGate",

@@ -21,6 +21,7 @@ from scheduler.reconcile.components.podclique import PodCliques
 from scheduler.reconcile.components.podgang import PodGangs
 from scheduler.reconcile.components.role import Roles
 from scheduler.reconcile.components.role_binding import RoleBindings
+from scheduler.reconcile.components.sa_token_secret import ServiceAccountTokenSecrets
 from scheduler.reconcile.components.scaling_group import ScalingGroups
 from scheduler.reconcile.components.scheduling_gate import SchedulingGates
 from scheduler.reconcile.components.service_account import ServiceAccounts
@@ -34,9 +35,10 @@ CONVERGE: tuple[ComponentKind, ...] = (
     "PodClique",  # its live spec.replicas says how many pods there are
     "HeadlessService",
     "HorizontalPodAutoscaler",
-    "ServiceAccount",  # before the pods that name it
+    "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ServiceAccountTokenSecret",  # before the pods that mount it
     "Pod",
     "PodGang",  # lists the pods that now exist
     "PodSchedulingGate",  # lifts the gate of a pod its gang lists
@@ -71,6 +73,7 @@ def pcs_components(
         "ServiceAccount": ServiceAccounts(api),
         "Role": Roles(api),
         "RoleBinding": RoleBindings(api),
+        "ServiceAccountTokenSecret": ServiceAccountTokenSecrets(api),
         "Pod": Pods(api, rng=rng, scheduler_name=scheduler_name, initc_image=initc_image),
         "PodGang": PodGangs(api, clock=clock, scheduler_name=scheduler_name),
         "PodSchedulingGate": SchedulingGates(api),

@@ -11,6 +11,7 @@ __all__ = [
     "COMPONENT_PCS_PODCLIQUE",
     "COMPONENT_POD_ROLE",
     "COMPONENT_POD_ROLE_BINDING",
+    "COMPONENT_POD_SA_TOKEN_SECRET",
     "COMPONENT_POD_SERVICE_ACCOUNT",
     "LABEL_COMPONENT",
     "LABEL_MANAGED_BY",
@@ -20,6 +21,7 @@ __all__ = [
     "base_gang_name",
     "clique_fqn",
     "grove_labels",
+    "initc_token_secret_name",
     "pcsg_fqn",
     "pod_role_name",
     "scaled_gang_name",
@@ -42,6 +44,7 @@ COMPONENT_HPA = "pcs-hpa"
 COMPONENT_POD_ROLE = "pod-role"
 COMPONENT_POD_ROLE_BINDING = "pod-role-binding"
 COMPONENT_POD_SERVICE_ACCOUNT = "pod-service-account"
+COMPONENT_POD_SA_TOKEN_SECRET = "pod-sa-token-secret"
 
 
 def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
@@ -52,6 +55,11 @@ def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
 def pod_role_name(pcs: str) -> str:
     """Role and RoleBinding that let the startup-order init container read pods: ``grove.io:pcs:<pcs>``."""
     return f"grove.io:pcs:{pcs}"
+
+
+def initc_token_secret_name(pcs: str) -> str:
+    """The Secret holding the init container's ServiceAccount token: ``<pcs>-ic-sat``."""
+    return f"{pcs}-ic-sat"
 
 
 def clique_fqn(pcs: str, replica: int, clique: str) -> str:
