@@ -15,6 +15,7 @@ import yaml
 
 from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
+from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.limits import Limits
 from scheduler.snapshot.documents import UnreadableText, parse_stream
 
@@ -34,6 +35,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's service account)")
     parser.add_argument("--namespace", help="only this namespace (default: all)")
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
+    parser.add_argument(
+        "--default-scheduler-profile",
+        metavar="NAME",
+        help="what an empty schedulerName in a clique means, as Grove's scheduler.defaultProfileName "
+        "(default: --scheduler-name)",
+    )
+    parser.add_argument(
+        "--mnnvl",
+        action="store_true",
+        help="Grove's MNNVL feature (network.autoMNNVLEnabled, off by default): a ComputeDomain per PodCliqueSet "
+        "replica and grove.io/mnnvl-group, claimed by its GPU pods; needs the NVIDIA DRA driver's ComputeDomain CRD",
+    )
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
     parser.add_argument(
         "--initc-image",
@@ -100,13 +113,23 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return objects
 
 
+def _features(args: argparse.Namespace) -> Features:
+    return Features(default_scheduler=args.default_scheduler_profile, mnnvl=args.mnnvl)
+
+
 def _dry_run(args: argparse.Namespace) -> int:
     if args.filename is None:
         print("reconcile --dry-run: -f PCS.yaml is required", file=sys.stderr)
         return 2
     limits = Limits(replicas=args.max_replicas, pods=args.max_pods)
     try:
-        result = dry_run(_load(args.filename), scheduler_name=args.scheduler_name, seed=args.seed, limits=limits)
+        result = dry_run(
+            _load(args.filename),
+            scheduler_name=args.scheduler_name,
+            seed=args.seed,
+            limits=limits,
+            features=_features(args),
+        )
     except DryRunRejected as err:
         print(f"reconcile --dry-run: {err}", file=sys.stderr)
         return 2
@@ -121,6 +144,7 @@ def _dry_run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
     from scheduler.kube.connect import ConnectError, load_api_client
+    from scheduler.reconcile.client import ApiError
     from scheduler.reconcile.controller import Reconciler
     from scheduler.reconcile.rest_client import KubeApi
 
@@ -134,6 +158,19 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     api = KubeApi(api_client, namespace=args.namespace)
+    if args.mnnvl:  # as Grove's operator, which will not start with MNNVL on and no ComputeDomain to make
+        try:
+            served = api.serves("ComputeDomain")
+        except ApiError as err:
+            print(f"reconcile: --mnnvl: cannot read API discovery: {err}", file=sys.stderr)
+            return 1
+        if not served:
+            print(
+                "reconcile: --mnnvl needs computedomains.resource.nvidia.com (the NVIDIA DRA driver's CRD), which "
+                "this cluster does not serve: install the driver, or run without --mnnvl",
+                file=sys.stderr,
+            )
+            return 1
     api.start_watches(stop)
     log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
     reconciler = Reconciler(
@@ -141,6 +178,7 @@ def _serve(args: argparse.Namespace) -> int:
         scheduler_name=args.scheduler_name,
         initc_image=args.initc_image,
         limits=Limits(replicas=args.max_replicas, pods=args.max_pods),
+        features=_features(args),
     )
     reconciler.run(stop=stop, resync_seconds=args.resync_seconds)
     return 0

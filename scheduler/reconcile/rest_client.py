@@ -36,11 +36,15 @@ __all__ = ["KubeApi"]
 log = logging.getLogger(__name__)
 
 _RBAC = "/apis/rbac.authorization.k8s.io/v1"
+_RESOURCE = "/apis/resource.k8s.io/v1"
 _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
     "Secret": ("/api/v1", "secrets"),
+    "ResourceClaim": (_RESOURCE, "resourceclaims"),
+    "ResourceClaimTemplate": (_RESOURCE, "resourceclaimtemplates"),
+    "ComputeDomain": ("/apis/resource.nvidia.com/v1beta1", "computedomains"),
     "PodGang": (SCHEDULER_API_PATH, "podgangs"),
     "PodCliqueSet": (GROVE_API_PATH, "podcliquesets"),
     "PodClique": (GROVE_API_PATH, "podcliques"),
@@ -146,6 +150,16 @@ class KubeApi:
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
         return self._get(f"{GROVE_API_PATH}/clustertopologybindings/{name}")
+
+    def get_resource_claim_template(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get(_path("ResourceClaimTemplate", namespace, name))
+
+    def serves(self, kind: str) -> bool:
+        """Whether the API server serves ``kind`` (discovery, which every authenticated identity may read): MNNVL
+        needs the NVIDIA DRA driver's ComputeDomain."""
+        prefix, resource = _COLLECTIONS[kind]
+        document = self._get(prefix) or {}
+        return any(item.get("name") == resource for item in document.get("resources") or [])
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
         return self._list(kind, namespace, f"{LABEL_PART_OF}={part_of}")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from scheduler.cli import main
+from tests.fakeapi import running
 from tests.reconcile.examples import EXAMPLES, example
 
 
@@ -211,3 +212,37 @@ def test_limits_are_configurable(capsys: pytest.CaptureFixture[str], tmp_path: P
     # 3 replicas × 2 group replicas × (1 leader + 3 workers) = 24 pods > 20
     code, _, err = _dry_run(capsys, "-f", str(path), "--max-pods", "20")
     assert code == 2 and "would have 24 pods; the reconciler's limit is 20" in err
+
+
+def test_mnnvl_without_the_compute_domain_crd_exits_at_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Grove's mnnvl/preflight.go: the operator does not start with MNNVL on and no ComputeDomain CRD served.
+    with running() as server:  # a fake API server that serves no resource.nvidia.com group
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        code = main(["reconcile", "--mnnvl", "--kubeconfig", str(kubeconfig)])
+    assert code == 1
+    assert "computedomains.resource.nvidia.com" in capsys.readouterr().err
+
+
+def test_dry_run_keeps_groves_mnnvl_and_dra_fields(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Nothing is dropped: the ComputeDomains, the shared ResourceClaims and every pod's claims are in the List.
+    document = example("training-scaled")
+    document["spec"]["replicas"] = 1
+    document["metadata"]["annotations"] = {"grove.io/mnnvl-group": "nvl"}
+    requests = {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}
+    document["spec"]["template"]["resourceClaimTemplates"] = [{"name": "scratch", "templateSpec": {"spec": requests}}]
+    document["spec"]["template"]["resourceSharing"] = [{"name": "scratch", "scope": "PerReplica"}]
+    path = tmp_path / "pcs.yaml"
+    path.write_text(yaml.safe_dump(document))
+    code, out, err = _dry_run(capsys, "-f", str(path), "-o", "json")
+    assert code == 2 and "MNNVL is not enabled" in err  # off by default, as in Grove
+    code, out, _ = _dry_run(capsys, "--mnnvl", "-f", str(path), "-o", "json")
+    assert code == 0
+    items = json.loads(out)["items"]
+    assert [i["metadata"]["name"] for i in items if i["kind"] == "ComputeDomain"] == ["training-0-nvl"]
+    assert [i["metadata"]["name"] for i in items if i["kind"] == "ResourceClaim"] == ["training-0-scratch"]
+    workers = [i for i in items if i["kind"] == "Pod" and "-worker-" in i["metadata"]["name"]]
+    assert workers and all(
+        [c["name"] for c in p["spec"]["resourceClaims"]] == ["mnnvl-claim", "training-0-scratch"] for p in workers
+    )

@@ -4,6 +4,7 @@ so every builder agrees on them. Grove's own label keys (``grove.io/...``) are `
 from __future__ import annotations
 
 __all__ = [
+    "COMPONENT_COMPUTE_DOMAIN",
     "COMPONENT_HEADLESS_SERVICE",
     "COMPONENT_HPA",
     "COMPONENT_PCSG",
@@ -13,6 +14,7 @@ __all__ = [
     "COMPONENT_POD_ROLE_BINDING",
     "COMPONENT_POD_SA_TOKEN_SECRET",
     "COMPONENT_POD_SERVICE_ACCOUNT",
+    "COMPONENT_RESOURCE_CLAIM",
     "LABEL_COMPONENT",
     "LABEL_MANAGED_BY",
     "LABEL_NAME",
@@ -20,11 +22,13 @@ __all__ = [
     "MANAGED_BY",
     "base_gang_name",
     "clique_fqn",
+    "compute_domain_name",
     "grove_labels",
     "initc_token_secret_name",
     "pcsg_fqn",
     "pod_role_name",
     "scaled_gang_name",
+    "selector_string",
 ]
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -45,11 +49,19 @@ COMPONENT_POD_ROLE = "pod-role"
 COMPONENT_POD_ROLE_BINDING = "pod-role-binding"
 COMPONENT_POD_SERVICE_ACCOUNT = "pod-service-account"
 COMPONENT_POD_SA_TOKEN_SECRET = "pod-sa-token-secret"
+COMPONENT_RESOURCE_CLAIM = "resource-claim"
+COMPONENT_COMPUTE_DOMAIN = "pcs-computedomain"
 
 
 def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
     """``managed-by`` and ``part-of``, which every object made for a PodCliqueSet carries, plus ``extra``."""
     return {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PART_OF: pcs, **extra}
+
+
+def selector_string(labels: dict[str, str]) -> str:
+    """A label selector as ``metav1.LabelSelectorAsSelector(...).String()`` prints it, terms sorted by key: what a
+    scale subresource's ``labelSelectorPath`` must hold for an HPA."""
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
 def pod_role_name(pcs: str) -> str:
@@ -60,6 +72,12 @@ def pod_role_name(pcs: str) -> str:
 def initc_token_secret_name(pcs: str) -> str:
     """The Secret holding the init container's ServiceAccount token: ``<pcs>-ic-sat``."""
     return f"{pcs}-ic-sat"
+
+
+def compute_domain_name(pcs: str, replica: int, group: str) -> str:
+    """MNNVL ComputeDomain of a PodCliqueSet replica and group, and the ResourceClaimTemplate it makes:
+    ``<pcs>-<r>-<group>``."""
+    return f"{pcs}-{replica}-{group}"
 
 
 def clique_fqn(pcs: str, replica: int, clique: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from api.grove import LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX, LABEL_PODCLIQUE, LABEL_TEMPLATE_HASH
 from scheduler.reconcile.client import KubeObject
-from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
+from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY, selector_string
 from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
 from scheduler.reconcile.status.conditions import condition, condition_of
 
@@ -44,11 +44,6 @@ def _failing(pod: Mapping[str, Any]) -> bool:
 def _started_not_ready(pod: Mapping[str, Any]) -> bool:
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return any(s.get("started") and not s.get("ready") for s in statuses)
-
-
-def _selector(labels: Mapping[str, str]) -> str:
-    # metav1.LabelSelectorAsSelector(...).String(): terms sorted by key
-    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
 def podclique_status(podclique: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> KubeObject:
@@ -79,7 +74,7 @@ def podclique_status(podclique: Mapping[str, Any], pods: Iterable[Mapping[str, A
             LABEL_PART_OF: labels.get(LABEL_PART_OF, ""),
             LABEL_PODCLIQUE: meta["name"],
         }
-        status["hpaPodSelector"] = _selector(selector)
+        status["hpaPodSelector"] = selector_string(selector)
     if scheduled < minimum:
         schedule = condition(
             SCHEDULED,
@@ -164,7 +159,7 @@ def pcsg_status(pcsg: Mapping[str, Any], cliques: Iterable[Mapping[str, Any]]) -
         "replicas": replicas,
         "scheduledReplicas": scheduled,
         "availableReplicas": available,
-        "selector": _selector(selector),
+        "selector": selector_string(selector),
         "conditions": [breach],
     }
 

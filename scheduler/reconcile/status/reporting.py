@@ -41,6 +41,7 @@ class PodCliqueSetStatusReporter:
     ) -> int:
         """Write the status of a valid PodCliqueSet; returns the number of writes (0 or 1)."""
         status = pcs_status(
+            name=pcs.metadata.name,
             generation=pcs.metadata.generation,
             replicas=max(pcs.spec.replicas, 0),
             desired=desired,
