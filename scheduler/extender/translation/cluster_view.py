@@ -4,6 +4,14 @@ Topology levels come from, in order: an explicit levels file (a YAML/JSON list o
 ``ClusterTopologyBinding`` in the snapshot, else the defaults of ``topology.levels`` (which recognise GFD,
 Topograph and the standard zone/region labels). Free capacity is allocatable minus the requests of bound,
 non-terminal pods, minus other gangs' reservations when given.
+
+DRA (``resource.k8s.io`` ResourceClaims, Grove's ``resourceSharing`` and MNNVL's ``mnnvl-claim``) is assumed to
+manage devices the device plugin does not: GPUs are counted from allocatable ``nvidia.com/gpu`` only, and a claim
+is no extended-resource request, so a claimed device is never counted free (nor used) on any node. Whether a pod's
+claims fit a node is kube-scheduler's DynamicResources plugin's to decide; it runs before the extender's filter, and
+a planned node it refuses is excluded and the group re-planned around it. Not supported: a node whose GPUs both the
+device plugin and a DRA driver hand out, and extended-resource requests a DRA driver serves
+(``DeviceClass.spec.extendedResourceName``), which allocatable does not list — the extender would see no GPUs there.
 """
 
 from __future__ import annotations
