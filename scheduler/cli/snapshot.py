@@ -93,5 +93,3 @@ def _render(summary: dict[str, Any], console: Console) -> None:
     console.print(gangs)
     if summary["pending_pods_without_gang"]:
         console.print(f"{summary['pending_pods_without_gang']} pending pods belong to no gang")
-    if summary["ignored_kinds"]:
-        console.print("ignored kinds: " + ", ".join(f"{k} ×{n}" for k, n in summary["ignored_kinds"].items()))

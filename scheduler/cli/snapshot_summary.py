@@ -32,8 +32,7 @@ SUMMARY_VERSION = 1
      "bound_pods": int,
      "pending_gangs": [{"gang": "ns/name", "podgang": bool, "groups": int, "pods": int, "min_pods": int,
                         "gated_pods": int, "gpus": int | null, "min_gpus": int | null, "error": str | null}],
-     "pending_pods_without_gang": int,
-     "ignored_kinds": {kind: count}}
+     "pending_pods_without_gang": int}
 """
 
 
@@ -131,5 +130,4 @@ def summarise(
         "bound_pods": sum(1 for pod in snapshot.pods if holds_capacity(pod)),
         "pending_gangs": pending,
         "pending_pods_without_gang": loose,
-        "ignored_kinds": dict(sorted(snapshot.ignored_kinds.items())),
     }
