@@ -20,10 +20,10 @@ from topology.graph import GPU_RESOURCE
 
 __all__ = ["SUMMARY_VERSION", "summarise"]
 
-SUMMARY_VERSION = 1
-"""``snapshot inspect --json`` shape, version 1::
+SUMMARY_VERSION = 2
+"""``snapshot inspect --json`` shape, version 2 (version 1 also had "ignored_kinds": such kinds are now refused)::
 
-    {"version": 1,
+    {"version": 2,
      "nodes": int, "unschedulable_nodes": int,
      "gpus": {"total": int, "free": int},
      "levels": [{"name": str, "keys": [str]}],                 # broad → narrow, ends with "host"
