@@ -36,14 +36,14 @@ from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import Coordinator
 from scheduler.extender.state import ClusterStore
-from scheduler.kube.mirror import mirror_informers
+from scheduler.kube.mirror import Kind, mirror_informer
 
 PAGE = 500
 
 
-def _watcher(kind: str, store: ClusterStore) -> Any:
+def _watcher(kind: Kind, store: ClusterStore) -> Any:
     """The mirror's informer for ``kind``, feeding ``store`` (no connection is ever made)."""
-    return next(i for i in mirror_informers(client=ApiClient(), store=store) if i.kind == kind)
+    return mirror_informer(kind, client=ApiClient(), store=store)
 
 
 def _store() -> ClusterStore:

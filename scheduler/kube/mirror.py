@@ -22,7 +22,7 @@ from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.informer import WATCH_SECONDS, Informer, start_informers
 from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource
 
-__all__ = ["EventType", "Kind", "WatchedStore", "mirror_informers", "start_mirror"]
+__all__ = ["EventType", "Kind", "WatchedStore", "mirror_informer", "mirror_informers", "start_mirror"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,28 @@ def _hints(resource: Resource) -> dict[int, str]:
     return hints
 
 
+def mirror_informer(
+    kind: Kind,
+    *,
+    client: ApiClient,
+    store: WatchedStore,
+    watch_timeout: int = WATCH_SECONDS,
+    backoff: Backoff | None = None,
+) -> Informer[Model]:
+    """The informer of one kind, feeding ``store``; nothing runs yet."""
+    resource = dict(_KINDS)[kind]
+    informer = Informer(
+        api_client=client,
+        resource=resource,
+        decoder=_decoder(kind, store),
+        watch_timeout=watch_timeout,
+        backoff=backoff,
+        hints=_hints(resource),
+    )
+    informer.add_handler(_IntoStore(store, kind))
+    return informer
+
+
 def mirror_informers(
     *,
     client: ApiClient,
@@ -87,20 +109,11 @@ def mirror_informers(
     watch_timeout: int = WATCH_SECONDS,
     backoff: Callable[[], Backoff] = Backoff,
 ) -> list[Informer[Model]]:
-    """One informer per kind, each feeding ``store``; nothing runs yet."""
-    informers: list[Informer[Model]] = []
-    for kind, resource in _KINDS:
-        informer = Informer(
-            api_client=client,
-            resource=resource,
-            decoder=_decoder(kind, store),
-            watch_timeout=watch_timeout,
-            backoff=backoff(),
-            hints=_hints(resource),
-        )
-        informer.add_handler(_IntoStore(store, kind))
-        informers.append(informer)
-    return informers
+    """One informer per kind, each feeding ``store`` (with a ``backoff()`` of its own); nothing runs yet."""
+    return [
+        mirror_informer(kind, client=client, store=store, watch_timeout=watch_timeout, backoff=backoff())
+        for kind, _ in _KINDS
+    ]
 
 
 def start_mirror(
