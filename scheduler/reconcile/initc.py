@@ -3,9 +3,8 @@
 Grove's init container (``operator/initc``) takes ``--podcliques=<parentFQN>:<minAvailable>`` once per parent,
 watches pods, and exits when each parent has enough Ready pods. This is ours, run as ``grove-extender initc``: one
 informer (``scheduler.kube.informer``) on the parents' pods (label ``grove.io/podclique in (…)``), which relists on
-410 Gone and retries any error after a bounded exponential backoff (0.5 s doubling to 30 s, without jitter: one pod
-is no herd). A stop (SIGTERM) ends the wait at once. The state is a pure class (``ParentWait``) that the informer's
-handler feeds.
+410 Gone and retries any error after a bounded exponential backoff (0.5 s doubling to 30 s, unjittered). A stop
+(SIGTERM) ends the wait at once. The state is a pure class (``ParentWait``) that the informer's handler feeds.
 """
 
 from __future__ import annotations
