@@ -18,11 +18,14 @@ from scheduler.reconcile.dryrun import DryRunRejected, dry_run
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.limits import Limits
 from scheduler.snapshot.documents import UnreadableText, parse_stream
+from scheduler.snapshot.files import UnreadableFile, read_bounded
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 _MAX_FILE_BYTES = 16 * 1024 * 1024  # a PodCliqueSet file, not a cluster dump: refuse before parsing, not after
+# What dry_run takes: the sets, the topology they name, and the ResourceClaimTemplates their resourceSharing names.
+_DRY_RUN_KINDS = ("PodCliqueSet", "ClusterTopologyBinding", "ResourceClaimTemplate")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,22 +89,19 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _load(path: Path) -> list[dict[str, Any]]:
     """The objects in a YAML/JSON file (documents, or the ``items`` of a ``List``); ``DryRunRejected`` with one
-    line naming the document, item and field for anything that is not a file of Kubernetes objects."""
+    line naming the document, item and field for anything that is not a file of PodCliqueSets."""
     try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            raise DryRunRejected(f"{path}: larger than {_MAX_FILE_BYTES // 2**20} MiB; not a PodCliqueSet file")
-        documents = parse_stream(path.read_bytes())
-    except OSError as err:
-        raise DryRunRejected(f"{path}: {err.strerror or err}") from None
-    except UnreadableText as err:
+        documents = parse_stream(read_bounded(path, limit=_MAX_FILE_BYTES))
+    except (UnreadableFile, UnreadableText) as err:
         raise DryRunRejected(f"{path}: {err}") from None
     objects: list[dict[str, Any]] = []
     for number, doc in enumerate(documents):
         where = f"{path}: document {number}" if len(documents) > 1 else str(path)
         if not isinstance(doc, dict):
             raise DryRunRejected(f"{where}: must be a Kubernetes object (a mapping), got {type(doc).__name__}")
-        if not str(doc.get("kind", "")).endswith("List"):
-            objects.append(doc)
+        kind = doc.get("kind")
+        if not (isinstance(kind, str) and kind.endswith("List")):
+            objects.append(_known(doc, where))
             continue
         items = doc.get("items")
         if not isinstance(items, list):
@@ -109,12 +109,20 @@ def _load(path: Path) -> list[dict[str, Any]]:
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise DryRunRejected(f"{where}: items[{index}]: must be an object, got {type(item).__name__}")
-        objects += items
+            objects.append(_known(item, f"{where}: items[{index}]"))
     return objects
 
 
 def _features(args: argparse.Namespace) -> Features:
     return Features(default_scheduler=args.default_scheduler_profile, mnnvl=args.mnnvl)
+
+
+def _known(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """``obj`` if a dry run reads its kind; a Secret or a typo is refused rather than passed over in silence."""
+    kind = obj.get("kind")
+    if kind not in _DRY_RUN_KINDS:
+        raise DryRunRejected(f"{where}: kind {kind!r}: a dry run reads only {', '.join(_DRY_RUN_KINDS)} objects")
+    return obj
 
 
 def _dry_run(args: argparse.Namespace) -> int:
