@@ -23,6 +23,7 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "Pod",
+    "PodResourceClaim",
     "PodSpec",
     "ResourceVector",
     "Taint",
@@ -149,6 +150,14 @@ class _SchedulingGate(_Model):
     name: str
 
 
+class PodResourceClaim(_Model):
+    """A DRA claim in a pod: an existing ResourceClaim, or one made per pod from a ResourceClaimTemplate."""
+
+    name: str = ""
+    resourceClaimName: str | None = None
+    resourceClaimTemplateName: str | None = None
+
+
 class PodSpec(_Model):
     containers: list[Container] = Field(default_factory=list)
     initContainers: list[Container] = Field(default_factory=list)
@@ -161,13 +170,14 @@ class PodSpec(_Model):
     schedulerName: str = ""
     priority: int | None = None
     priorityClassName: str = ""
+    resourceClaims: list[PodResourceClaim] = Field(default_factory=list)
 
     @field_validator("nodeSelector", mode="before")
     @classmethod
     def _none_is_empty(cls, value: Any) -> Any:
         return {} if value is None else value
 
-    @field_validator("containers", "initContainers", "tolerations", "schedulingGates", mode="before")
+    @field_validator("containers", "initContainers", "tolerations", "schedulingGates", "resourceClaims", mode="before")
     @classmethod
     def _none_is_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value

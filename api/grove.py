@@ -21,7 +21,12 @@ from pydantic import (
 )
 
 __all__ = [
+    "ANNOTATION_MNNVL_GROUP",
     "ANNOTATION_TOPOLOGY_NAME",
+    "COMPUTE_DOMAIN_API_VERSION",
+    "FINALIZER_COMPUTE_DOMAIN",
+    "FINALIZER_PCSG",
+    "FINALIZER_PODCLIQUE",
     "GANG_GATE",
     "GROVE_API_PATH",
     "GROVE_API_VERSION",
@@ -37,6 +42,8 @@ __all__ = [
     "LABEL_SCHEDULER_NAME",
     "LABEL_TEMPLATE_HASH",
     "MAX_GROUP_PODS",
+    "MNNVL_CLAIM",
+    "MNNVL_OPT_OUT",
     "SCHEDULER_API_PATH",
     "SCHEDULER_API_VERSION",
     "SCHEDULER_GROUP",
@@ -53,6 +60,9 @@ __all__ = [
     "PodGangSpec",
     "PodGangStatus",
     "PodGroup",
+    "ResourceClaimTemplateConfig",
+    "ResourceSharing",
+    "SharingFilter",
     "TopologyConstraint",
     "TopologyConstraintGroupConfig",
     "TopologyLevel",
@@ -81,6 +91,16 @@ LABEL_TEMPLATE_HASH = "grove.io/pod-template-hash"
 LABEL_SCHEDULER_NAME = "grove.io/scheduler-name"
 ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
 GANG_GATE = "grove.io/podgang-pending-creation"
+# MNNVL (GREP-417): the opt-in annotation (a group name, or "none" to opt out of a parent's), the claim a GPU pod
+# gets, and the NVIDIA DRA driver's ComputeDomain the operator makes per PodCliqueSet replica and group.
+ANNOTATION_MNNVL_GROUP = "grove.io/mnnvl-group"
+MNNVL_OPT_OUT = "none"
+MNNVL_CLAIM = "mnnvl-claim"
+COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
+FINALIZER_COMPUTE_DOMAIN = "grove.io/computedomain-finalizer"
+# The finalizers Grove's operator puts on the PodCliques and scaling groups it creates, and removes when they go.
+FINALIZER_PODCLIQUE = "grove.io/podclique.grove.io"
+FINALIZER_PCSG = "grove.io/podcliquescalinggroup.grove.io"
 
 MAX_GROUP_PODS = 10_000
 """The most pods one PodGroup may reference or guarantee. Grove's CRD sets no maximum, but a group beyond this is a
@@ -246,11 +266,39 @@ class PodCliqueSpec(_Kept):
     autoScalingConfig: AutoScalingConfig | None = None
 
 
+class ResourceClaimTemplateConfig(_Kept):
+    """A PodCliqueSet's named ``resourceClaimTemplates`` entry: a ``resource.k8s.io`` ResourceClaimTemplate's spec
+    (``metadata``, ``spec``), kept as written."""
+
+    name: str = ""
+    templateSpec: dict[str, Any] = Field(default_factory=dict)
+
+
+class SharingFilter(_Kept):
+    """Which children get a shared claim: cliques (by template name) and, at PodCliqueSet level, scaling groups."""
+
+    childCliqueNames: list[str] = Field(default_factory=list)
+    childScalingGroupNames: list[str] = Field(default_factory=list)
+
+
+class ResourceSharing(_Kept):
+    """A ``resourceSharing`` entry: ResourceClaims made from the template ``name`` (the PodCliqueSet's own
+    ``resourceClaimTemplates`` first, else a ResourceClaimTemplate object in ``namespace``, default the
+    PodCliqueSet's), one per owner (``AllReplicas``) or one per owner replica (``PerReplica``). ``filter`` exists at
+    PodCliqueSet and scaling-group level only."""
+
+    name: str = ""
+    namespace: str = ""
+    scope: str = ""
+    filter: SharingFilter | None = None
+
+
 class PodCliqueTemplate(_Kept):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
     spec: PodCliqueSpec
 
 
@@ -262,6 +310,7 @@ class PodCliqueScalingGroupConfig(_Kept):
     scaleConfig: AutoScalingConfig | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
 
 
 class PodCliqueSetTemplate(_Kept):
@@ -271,6 +320,8 @@ class PodCliqueSetTemplate(_Kept):
     topologyConstraint: TopologyConstraint | None = None
     terminationDelay: str | None = None
     headlessServiceConfig: dict[str, Any] | None = None
+    resourceClaimTemplates: list[ResourceClaimTemplateConfig] = Field(default_factory=list)
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
     podCliqueScalingGroups: list[PodCliqueScalingGroupConfig] = Field(default_factory=list)
 
 

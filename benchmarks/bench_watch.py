@@ -23,7 +23,6 @@ import gc
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,25 +36,14 @@ from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import Coordinator
 from scheduler.extender.state import ClusterStore
-from scheduler.kube import watch
-from scheduler.kube.backoff import Backoff
+from scheduler.kube.mirror import Kind, mirror_informer
 
 PAGE = 500
 
 
-def _watcher(kind: str, store: ClusterStore) -> Any:
-    """The watch thread's decoder for ``kind``, feeding ``store`` (no connection is ever made)."""
-    watched = next(w for w in watch._WATCHED if w.kind == kind)
-    latch = watch._SyncLatch(store, set())
-    return watch._Watcher(
-        watched=watched,
-        api_client=ApiClient(),
-        store=store,
-        stop=threading.Event(),
-        latch=latch,
-        watch_timeout=300,
-        backoff=Backoff(),
-    )
+def _watcher(kind: Kind, store: ClusterStore) -> Any:
+    """The mirror's informer for ``kind``, feeding ``store`` (no connection is ever made)."""
+    return mirror_informer(kind, client=ApiClient(), store=store)
 
 
 def _store() -> ClusterStore:

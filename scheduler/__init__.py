@@ -4,7 +4,8 @@
   leadership interfaces) behind ``api``'s extender interface;
 - ``reconcile``: the PodCliqueSet reconciler ``reconcile`` runs (and ``initc``, its pods' init container);
 - ``snapshot``: snapshot files, recording a live cluster, scrubbing;
-- ``kube``: the Kubernetes client side shared by every program (connecting, listing, watching, writing, the Lease);
+- ``kube``: the Kubernetes client side shared by every program (connecting, the one informer that lists and watches
+  for all of them, writing, the Lease);
 - ``cli``: ``grove-extender``, wiring the above into subcommands.
 
 Layers, checked by import-linter: ``cli`` above ``extender`` and ``reconcile`` (which never import each other),

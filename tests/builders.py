@@ -122,6 +122,14 @@ class PodBuilder:
         self._main.setdefault("limits", {})[resource] = str(quantity)
         return self
 
+    def claim(self, name: str, *, template: str | None = None) -> Self:
+        """A DRA claim in the pod (an existing ResourceClaim ``name``, or one made from ``template``), used by the
+        main container."""
+        source = {"resourceClaimTemplateName": template} if template else {"resourceClaimName": name}
+        self._d["spec"].setdefault("resourceClaims", []).append({"name": name, **source})
+        self._main.setdefault("claims", []).append({"name": name})
+        return self
+
     def gpus(self, count: int) -> Self:
         # Extended resources must have request == limit; set both as real manifests do.
         return self.req(GPU, count).limit(GPU, count)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from api.core import GPU
+from placement.amounts import amount, quantity
 
 Vector = Mapping[str, int]
 
@@ -31,12 +32,15 @@ class Ledger:
         free = self._free.get(node)
         if free is None:
             raise OvercommitError(f"pod {pod}: node {node!r} is not in the cluster")
-        short = {name: amount for name, amount in demand.items() if amount > free.get(name, 0)}
+        short = {name: units for name, units in demand.items() if units > free.get(name, 0)}
         if short:
-            detail = ", ".join(f"{name} needs {amount}, {free.get(name, 0)} free" for name, amount in short.items())
+            detail = ", ".join(
+                f"needs {amount(name, units)}, {quantity(name, free.get(name, 0))} free"
+                for name, units in short.items()
+            )
             raise OvercommitError(f"pod {pod} on {node}: {detail}")
-        for name, amount in demand.items():
-            free[name] -= amount
+        for name, units in demand.items():
+            free[name] -= units
         self._bound[pod] = (node, dict(demand))
         self._on_node[node].add(pod)
         self._touched.add(node)
@@ -47,8 +51,8 @@ class Ledger:
         self._on_node[node].discard(pod)
         self._touched.add(node)
         free = self._free[node]
-        for name, amount in demand.items():
-            free[name] += amount
+        for name, units in demand.items():
+            free[name] += units
         self.used_gpus -= demand.get(GPU, 0)
 
     def node_of(self, pod: str) -> str | None:
@@ -69,8 +73,8 @@ class Ledger:
         for node in self._touched:
             used: dict[str, int] = {}
             for pod in self._on_node[node]:
-                for name, amount in self._bound[pod][1].items():
-                    used[name] = used.get(name, 0) + amount
+                for name, units in self._bound[pod][1].items():
+                    used[name] = used.get(name, 0) + units
             vector = self.allocatable[node]
             for name in set(vector) | set(used):
                 total, taken = vector.get(name, 0), used.get(name, 0)

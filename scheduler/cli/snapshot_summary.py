@@ -20,10 +20,10 @@ from topology.graph import GPU_RESOURCE
 
 __all__ = ["SUMMARY_VERSION", "summarise"]
 
-SUMMARY_VERSION = 1
-"""``snapshot inspect --json`` shape, version 1::
+SUMMARY_VERSION = 2
+"""``snapshot inspect --json`` shape, version 2 (version 1 also had "ignored_kinds": such kinds are now refused)::
 
-    {"version": 1,
+    {"version": 2,
      "nodes": int, "unschedulable_nodes": int,
      "gpus": {"total": int, "free": int},
      "levels": [{"name": str, "keys": [str]}],                 # broad → narrow, ends with "host"
@@ -32,8 +32,7 @@ SUMMARY_VERSION = 1
      "bound_pods": int,
      "pending_gangs": [{"gang": "ns/name", "podgang": bool, "groups": int, "pods": int, "min_pods": int,
                         "gated_pods": int, "gpus": int | null, "min_gpus": int | null, "error": str | null}],
-     "pending_pods_without_gang": int,
-     "ignored_kinds": {kind: count}}
+     "pending_pods_without_gang": int}
 """
 
 
@@ -131,5 +130,4 @@ def summarise(
         "bound_pods": sum(1 for pod in snapshot.pods if holds_capacity(pod)),
         "pending_gangs": pending,
         "pending_pods_without_gang": loose,
-        "ignored_kinds": dict(sorted(snapshot.ignored_kinds.items())),
     }

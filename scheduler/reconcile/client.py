@@ -33,6 +33,8 @@ OwnedKind = Literal[
     "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ResourceClaim",
+    "ComputeDomain",
 ]
 StatusKind = Literal["PodGang", "PodClique", "PodCliqueScalingGroup"]
 ReplacedKind = Literal[
@@ -44,6 +46,8 @@ ReplacedKind = Literal[
     "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ResourceClaim",
+    "ComputeDomain",
 ]
 
 
@@ -84,6 +88,10 @@ class ReconcileApi(Protocol):
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
         """The cluster-scoped ``ClusterTopologyBinding`` named ``name``."""
+        ...
+
+    def get_resource_claim_template(self, namespace: str, name: str) -> KubeObject | None:
+        """The ``resource.k8s.io`` ResourceClaimTemplate a ``resourceSharing`` entry names, if it exists."""
         ...
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:

@@ -23,13 +23,13 @@ from pydantic import ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet
 from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, ReconcileApi
-from scheduler.reconcile.components.component import Component, ComponentKind, PassState
+from scheduler.reconcile.components.component import Component, ComponentKind, PassState, Refused
 from scheduler.reconcile.components.observed import Observed, live_scale, observe
-from scheduler.reconcile.components.pod import PodRefused
 from scheduler.reconcile.components.registry import AFTER_STATUS, CONVERGE, TEARDOWN, pcs_components
 from scheduler.reconcile.desired.state import desired_state
 from scheduler.reconcile.desired.template_hash import pcs_hashes
 from scheduler.reconcile.rules.defaults import with_defaults
+from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_errors
 from scheduler.reconcile.rules.limits import Limits
@@ -64,6 +64,7 @@ class PassOutcome:
 class Reconciler:
     api: ReconcileApi
     scheduler_name: str = "grove"
+    features: Features = field(default_factory=Features)
     rng: random.Random = field(default_factory=random.Random)
     clock: Clock = _utcnow
     initc_image: str = DEFAULT_INITC_IMAGE
@@ -77,6 +78,7 @@ class Reconciler:
             rng=self.rng,
             scheduler_name=self.scheduler_name,
             initc_image=self.initc_image,
+            features=self.features,
         )
 
     # --- loop ----------------------------------------------------------------------------------------------
@@ -130,7 +132,10 @@ class Reconciler:
             outcome.writes += self._delete_orphans(namespace, name)
             return outcome
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
-            return outcome  # the garbage collector removes what it owns
+            # Going (a foreground deletion, or another finalizer holds it): tear down what it owns now, releasing
+            # the finalizers the garbage collector would otherwise wait on.
+            outcome.writes += self._delete_orphans(namespace, name)
+            return outcome
         try:
             user = PodCliqueSet.model_validate(raw)
         except ValidationError as err:
@@ -150,7 +155,7 @@ class Reconciler:
         try:
             for component in self._in_order(CONVERGE):
                 outcome.writes += component.sync(state)
-        except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
+        except Refused as refused:  # a pod the API server refused, a template nowhere: the user's to mend
             return self._rejected(raw, [refused.error], outcome)
         outcome.gated = state.gated
         writer = StatusWriter(api=self.api, clock=self.clock)
@@ -188,6 +193,8 @@ class Reconciler:
             binding=binding,
             creating=creating,
             scheduler_names=frozenset({self.scheduler_name}),
+            default_scheduler=self.features.default_scheduler or self.scheduler_name,
+            mnnvl=self.features.mnnvl,
             limits=self.limits,
         )
         if accepted is not None:

@@ -81,10 +81,18 @@ class InMemoryApi:
         return self._store(updated, new=False)
 
     def remove(self, kind: str, *, namespace: str, name: str) -> None:
-        """Delete any object, with the garbage collector's cascade to objects it controls."""
-        stored = self.objects.pop((kind, namespace, name), None)
+        """Delete any object, with the garbage collector's cascade to objects it controls. An object with
+        finalizers is only marked (``deletionTimestamp``), as the API server does, and goes once a write has taken
+        the last one off."""
+        stored = self.objects.get((kind, namespace, name))
         if stored is None:
             return
+        if stored["metadata"].get("finalizers"):
+            if not stored["metadata"].get("deletionTimestamp"):
+                stored["metadata"]["deletionTimestamp"] = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+                self._bump(stored)
+            return
+        del self.objects[(kind, namespace, name)]
         self._touch(stored)
         uid = stored["metadata"].get("uid")
         for key, obj in list(self.objects.items()):
@@ -130,6 +138,9 @@ class InMemoryApi:
     def get_topology_binding(self, name: str) -> KubeObject | None:
         return _clone(self.objects.get(("ClusterTopologyBinding", "", name)))
 
+    def get_resource_claim_template(self, namespace: str, name: str) -> KubeObject | None:
+        return _clone(self.objects.get(("ResourceClaimTemplate", namespace, name)))
+
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
         found = [
             (key, obj)
@@ -167,10 +178,15 @@ class InMemoryApi:
             updated.pop("status", None)
         for key in ("uid", "creationTimestamp"):
             updated["metadata"][key] = stored["metadata"][key]
+        if deleting := stored["metadata"].get("deletionTimestamp"):
+            updated["metadata"]["deletionTimestamp"] = deleting  # a write cannot undo a deletion
         before = stored["metadata"].get("generation", 1)
         updated["metadata"]["generation"] = before + int(updated.get("spec") != stored.get("spec"))
         self._log("replace", updated)
-        return self._store(updated, new=False)
+        result = self._store(updated, new=False)
+        if deleting and not updated["metadata"].get("finalizers"):
+            self.remove(kind, namespace=meta["namespace"], name=meta["name"])  # the last finalizer is off: gone
+        return result
 
     def patch_status(
         self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str

@@ -2,7 +2,8 @@
 
 The generated typed API classes are not used: objects must round-trip as raw JSON (a user's pod spec, another
 controller's PodGang status), and one request helper keeps every call's path, verb and content type visible here.
-Watches run in daemon threads, turn events into PodCliqueSet keys, and relist on expiry (410 Gone) or any error.
+Changes arrive through ``scheduler.kube.informer``: one informer per collection whose changes are work, each change
+queued as the key of the PodCliqueSet it concerns.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -20,6 +21,9 @@ from kubernetes import client
 from urllib3.exceptions import HTTPError
 
 from api.grove import GROVE_API_PATH, LABEL_PODCLIQUE, SCHEDULER_API_PATH
+from scheduler.kube.decoding import EventType, JsonDecoder
+from scheduler.kube.informer import Informer, start_informers
+from scheduler.kube.listing import ALL_PODS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
 from scheduler.reconcile.client import (
     ApiError,
     Conflict,
@@ -36,10 +40,15 @@ __all__ = ["KubeApi"]
 log = logging.getLogger(__name__)
 
 _RBAC = "/apis/rbac.authorization.k8s.io/v1"
+_RESOURCE = "/apis/resource.k8s.io/v1"
 _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "Pod": ("/api/v1", "pods"),
     "Service": ("/api/v1", "services"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "Secret": ("/api/v1", "secrets"),
+    "ResourceClaim": (_RESOURCE, "resourceclaims"),
+    "ResourceClaimTemplate": (_RESOURCE, "resourceclaimtemplates"),
+    "ComputeDomain": ("/apis/resource.nvidia.com/v1beta1", "computedomains"),
     "PodGang": (SCHEDULER_API_PATH, "podgangs"),
     "PodCliqueSet": (GROVE_API_PATH, "podcliquesets"),
     "PodClique": (GROVE_API_PATH, "podcliques"),
@@ -49,7 +58,6 @@ _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "RoleBinding": (_RBAC, "rolebindings"),
 }
 _MERGE = "application/merge-patch+json"
-_WATCH_SECONDS = 300
 
 
 def _path(kind: str, namespace: str | None, name: str | None = None, subresource: str | None = None) -> str:
@@ -68,10 +76,6 @@ class KubeApi:
         self._namespace = namespace
         self._timeout = timeout
         self._changes: queue.Queue[ObjectKey] = queue.Queue()
-        self._streams: set[Any] = set()  # open watch responses, closed on stop to unblock their readers
-        # Re-entrant: initc's SIGTERM handler calls close_streams on the main thread, which may hold it in _watch.
-        self._streams_lock = threading.RLock()
-        self._closed = False  # set by close_streams: a watch opened afterwards ends at once
 
     # --- requests ------------------------------------------------------------------------------------------
 
@@ -83,7 +87,6 @@ class KubeApi:
         query: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        stream: bool = False,
     ) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         prepared = self._client.param_serialize(
@@ -95,17 +98,19 @@ class KubeApi:
             auth_settings=["BearerToken"],
         )
         verb, url, header_params, payload, post_params = prepared
-        timeout = (self._timeout, _WATCH_SECONDS + 30) if stream else self._timeout
         try:
             response = self._client.call_api(
-                verb, url, header_params=header_params, body=payload, post_params=post_params, _request_timeout=timeout
+                verb,
+                url,
+                header_params=header_params,
+                body=payload,
+                post_params=post_params,
+                _request_timeout=self._timeout,
             )
         except client.ApiException as err:  # TLS failures come back as status 0
             raise ApiError(int(err.status or 0), str(err.reason)) from err
         except (HTTPError, OSError) as err:  # refused, reset, timed out: status 0, so callers retry
             raise ApiError(0, f"{method} {path}: {type(err).__name__}: {err}") from err
-        if stream and response.status < 400:
-            return response.response  # unread: the caller streams it
         try:
             data: bytes = response.read()  # type: ignore[no-untyped-call]
         finally:
@@ -145,6 +150,16 @@ class KubeApi:
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
         return self._get(f"{GROVE_API_PATH}/clustertopologybindings/{name}")
+
+    def get_resource_claim_template(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get(_path("ResourceClaimTemplate", namespace, name))
+
+    def serves(self, kind: str) -> bool:
+        """Whether the API server serves ``kind`` (discovery, which every authenticated identity may read): MNNVL
+        needs the NVIDIA DRA driver's ComputeDomain."""
+        prefix, resource = _COLLECTIONS[kind]
+        document = self._get(prefix) or {}
+        return any(item.get("name") == resource for item in document.get("resources") or [])
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
         return self._list(kind, namespace, f"{LABEL_PART_OF}={part_of}")
@@ -215,110 +230,49 @@ class KubeApi:
     # --- watches -------------------------------------------------------------------------------------------
 
     def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
-        """One daemon thread per watched collection, plus one that unblocks them on ``stop`` so they end promptly."""
+        """One informer per collection whose changes are work, on daemon threads that end promptly on ``stop``."""
         grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
         ours = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
         # PodCliques and PodCliqueScalingGroups: `kubectl scale` and HPAs change them, and each change is work.
         targets = [
-            ("PodCliqueSet", None),
-            ("PodClique", ours),
-            ("PodCliqueScalingGroup", ours),
-            ("PodGang", ours),
-            ("Pod", grove_pods),
+            (PODCLIQUESETS, None),
+            (PODCLIQUES, ours),
+            (PODCLIQUESCALINGGROUPS, ours),
+            (PODGANGS, ours),
+            (ALL_PODS, grove_pods),
         ]
-        threads = [
-            threading.Thread(target=self._watch_forever, args=(kind, selector, stop), name=f"watch-{kind}", daemon=True)
-            for kind, selector in targets
-        ]
-        threads.append(threading.Thread(target=self._close_on_stop, args=(stop,), name="watch-stopper", daemon=True))
-        for thread in threads:
-            thread.start()
-        return threads
+        informers: list[Informer[KubeObject]] = []
+        for resource, selector in targets:
+            informer = Informer(
+                api_client=self._client,
+                resource=resource,
+                decoder=JsonDecoder(stamp=resource.stamp),
+                namespace=self._namespace,
+                label_selector=selector,
+            )
+            informer.add_handler(_PodCliqueSetKeys(resource.kind, self._changes))
+            informers.append(informer)
+        return start_informers(informers, stop)
 
-    def _close_on_stop(self, stop: threading.Event) -> None:
-        stop.wait()
-        self.close_streams()
 
-    def _watch_forever(self, kind: str, selector: str | None, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                version = self._relist(kind, selector)
-                for event in self._watch(kind, selector, version):
-                    if stop.is_set():
-                        return
-                    self._emit(kind, event.get("object") or {})
-            except (ApiError, OSError, ValueError, HTTPError) as err:  # HTTPError: urllib3's cut-off stream
-                if stop.is_set():
-                    return
-                log.warning("watch restarting kind=%s error=%s", kind, err)
-                stop.wait(1.0)
+class _PodCliqueSetKeys:
+    """An informer's handler: each object listed or changed is work for the PodCliqueSet it names (its own name,
+    or its ``part-of`` label)."""
 
-    def list_pods(self, namespace: str, selector: str) -> tuple[list[KubeObject], str]:
-        """Pods in ``namespace`` matching ``selector``, and the list's resourceVersion to watch from."""
-        document = self._send("GET", _path("Pod", namespace), query={"labelSelector": selector})
-        return document.get("items") or [], str((document.get("metadata") or {}).get("resourceVersion", ""))
+    def __init__(self, kind: str, changes: queue.Queue[ObjectKey]) -> None:
+        self._kind = kind
+        self._changes = changes
 
-    def watch_pods(self, namespace: str, selector: str, version: str) -> Iterator[KubeObject]:
-        """Watch events (``{type, object}``) for those pods from ``version`` until the server ends the watch;
-        ``ApiError`` on 410 Gone or any refusal (relist then). ``close_streams`` ends it from another thread."""
-        return self._watch("Pod", selector, version, namespace=namespace)
+    def on_list(self, objects: Sequence[KubeObject]) -> None:
+        for obj in objects:
+            self._emit(obj)
 
-    def close_streams(self) -> None:
-        """Unblock every open watch (it ends with an error its reader handles) and end at once any watch opened
-        from now on: a stop that lands while a watch is being set up would otherwise wait for its timeout."""
-        with self._streams_lock:
-            self._closed = True
-            streams = list(self._streams)
-        for response in streams:
-            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 unblocks a read in another thread
-            with contextlib.suppress(Exception):  # the stream may have ended on its own meanwhile
-                (shutdown or response.close)()
+    def on_event(self, event_type: EventType, obj: KubeObject) -> None:
+        self._emit(obj)
 
-    def _relist(self, kind: str, selector: str | None) -> str:
-        query = {"labelSelector": selector} if selector else None
-        document = self._send("GET", _path(kind, self._namespace), query=query)
-        for item in document.get("items") or []:
-            self._emit(kind, item)
-        return str((document.get("metadata") or {}).get("resourceVersion", ""))
-
-    def _watch(
-        self, kind: str, selector: str | None, version: str, *, namespace: str | None = None
-    ) -> Iterator[KubeObject]:
-        query = {"watch": "true", "resourceVersion": version, "timeoutSeconds": str(_WATCH_SECONDS)}
-        query["allowWatchBookmarks"] = "true"
-        if selector:
-            query["labelSelector"] = selector
-        response = self._send("GET", _path(kind, namespace or self._namespace), query=query, stream=True)
-        with self._streams_lock:
-            closed = self._closed
-            if not closed:
-                self._streams.add(response)
-        if closed:
-            with contextlib.suppress(Exception):
-                response.close()
-            return
-        try:
-            buffer = b""
-            # amt=None: yield each chunk of the chunked response as it arrives, not once 4 KiB have piled up.
-            for chunk in response.stream(amt=None, decode_content=False):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in filter(bytes.strip, lines):
-                    event = json.loads(line)
-                    if event.get("type") == "ERROR":  # 410 Gone and friends: relist
-                        status = event.get("object") or {}
-                        raise ApiError(int(status.get("code", 0)), str(status.get("message", "watch error")))
-                    if event.get("type") != "BOOKMARK":
-                        yield event
-        finally:
-            with self._streams_lock:
-                self._streams.discard(response)
-            with contextlib.suppress(Exception):
-                response.release_conn()
-
-    def _emit(self, kind: str, obj: KubeObject) -> None:
+    def _emit(self, obj: KubeObject) -> None:
         meta = obj.get("metadata") or {}
-        name = meta.get("name") if kind == "PodCliqueSet" else (meta.get("labels") or {}).get(LABEL_PART_OF)
+        name = meta.get("name") if self._kind == "PodCliqueSet" else (meta.get("labels") or {}).get(LABEL_PART_OF)
         if name:
             self._changes.put((meta.get("namespace", ""), name))
 

@@ -6,9 +6,9 @@ bad one with its position, kind, name and the field at fault, because a snapshot
 a replay or a plan silently wrong.
 
 A snapshot is input from anyone (attached to an issue, hand-edited), so loading is bounded: at most
-``MAX_SNAPSHOT_BYTES`` are read or decompressed (a gzip bomb stops there), nesting beyond what the parsers'
-recursion allows is an error, YAML aliases are refused (a "billion laughs" document expands exponentially in
-whatever walks it), and the Grove objects, which keep fields we do not model, may nest at most ``MAX_DEPTH`` deep.
+``MAX_SNAPSHOT_BYTES`` are read or decompressed, whatever the file is (``scheduler.snapshot.files``), the text goes
+through the rules of ``scheduler.snapshot.documents`` (nesting, YAML aliases), the Grove objects, which keep fields we
+do not model, may nest at most ``MAX_DEPTH`` deep, and an item of a kind a snapshot does not hold is refused.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import gc
 import gzip
 import json
 import os
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from api.core import Node, Pod
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodGang
 from scheduler.snapshot.documents import UnreadableText, parse_text
+from scheduler.snapshot.files import UnreadableFile, read_bounded
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -79,7 +79,6 @@ class Snapshot:
     podgangs: list[PodGang] = field(default_factory=list)
     podcliquesets: list[PodCliqueSet] = field(default_factory=list)
     topology_bindings: list[ClusterTopologyBinding] = field(default_factory=list)
-    ignored_kinds: dict[str, int] = field(default_factory=dict)  # kinds we do not model, counted not dropped silently
 
     def node_names(self) -> set[str]:
         return {node.name for node in self.nodes}
@@ -125,10 +124,14 @@ def parse_snapshot(document: Any, *, consume: bool = False) -> Snapshot:
         kind = item.get("kind")
         if not kind:
             raise SnapshotError(f"snapshot: {_describe(index, item)} has no 'kind'")
-        model = _KINDS.get(str(kind))
+        model = _KINDS.get(kind) if isinstance(kind, str) else None
         if model is None:
-            snapshot.ignored_kinds[str(kind)] = snapshot.ignored_kinds.get(str(kind), 0) + 1
-            continue
+            # Refused, not skipped: a kind we do not read (a Secret, a typo, `kind: 5`) means the file is not what
+            # its author thinks, and a plan that silently left it out would be wrong without saying so.
+            raise SnapshotError(
+                f"snapshot: {_describe(index, item)}: kind {kind!r} is not one a snapshot holds "
+                f"(one of {', '.join(_KINDS)})"
+            )
         if model in _KEEPS_UNKNOWN_FIELDS and (where := _too_deep(item)) is not None:
             raise SnapshotError(f"snapshot: {_describe(index, item)}: {where}: nested deeper than {MAX_DEPTH} levels")
         try:
@@ -175,26 +178,6 @@ def _check_references(snapshot: Snapshot) -> None:
             )
 
 
-def _read(path: Path, source: str, limit: int) -> bytes:
-    """The file's bytes, gunzipped when they start with gzip's magic; never more than ``limit`` of them."""
-    try:
-        with path.open("rb") as raw:
-            gzipped = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            stream = gzip.GzipFile(fileobj=raw) if gzipped else raw
-            data = stream.read(limit + 1)  # streamed: a bomb is stopped after limit bytes, not after all of them
-    except (EOFError, zlib.error) as err:
-        raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
-    except OSError as err:
-        if isinstance(err, gzip.BadGzipFile) or err.strerror is None:
-            raise SnapshotError(f"snapshot {source}: not gzip, JSON or YAML text: {err}") from None
-        raise SnapshotError(f"snapshot {source}: {err.strerror}") from None
-    if len(data) > limit:
-        what = "decompresses to" if gzipped else "is"
-        raise SnapshotError(f"snapshot {source}: {what} more than {limit} bytes ({_LIMIT_VARIABLE} raises the limit)")
-    return data
-
-
 def _decode(raw: bytes, source: str) -> Any:
     try:
         text = raw.decode("utf-8")
@@ -239,7 +222,13 @@ def load_snapshot(path: str | Path, *, max_bytes: int | None = None) -> Snapshot
     including running out of memory on it, is a ``SnapshotError``.
     """
     source = str(path)
-    raw = _read(Path(path), source, _limit() if max_bytes is None else max_bytes)
+    limit = _limit() if max_bytes is None else max_bytes
+    try:
+        raw = read_bounded(path, limit=limit, gunzip=True, hint=f"{_LIMIT_VARIABLE} raises the limit")
+    except UnreadableFile as err:
+        raise SnapshotError(f"snapshot {source}: {err}") from None
+    except MemoryError:
+        raise SnapshotError(f"snapshot {source}: does not fit in this process's memory") from None
     try:
         with gc_paused():
             document = _decode(raw, source)
@@ -247,6 +236,8 @@ def load_snapshot(path: str | Path, *, max_bytes: int | None = None) -> Snapshot
             return parse_snapshot(document, consume=True)
     except MemoryError:
         raise SnapshotError(f"snapshot {source}: does not fit in this process's memory") from None
+    except SnapshotError as err:  # parse_snapshot's message names the item; this one names the file too
+        raise SnapshotError(f"snapshot {source}: {str(err).removeprefix('snapshot: ')}") from None
 
 
 def dump_snapshot(items: Iterable[Mapping[str, Any]], path: str | Path) -> None:

@@ -114,3 +114,19 @@ def test_example_4_disaggregated_scales_prefill_and_decode_independently(
     kubectl.scale("pcsg", f"{name}-0-prefill", replicas=1)  # − 1 prefill replica of 1 + 4
     until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 11)
     until(lambda: kubectl.names_of("pg")["pg"] == [f"{name}-0", f"{name}-0-decode-0"])
+
+
+def test_a_whole_pcs_scales_through_its_scale_subresource_with_groves_pod_selector(
+    cluster: tuple[FakeApiServer, Kubectl],
+) -> None:
+    # Grove's podcliqueset reconcilestatus.go (mutateSelector) and the CRD's scale subresource
+    # (labelSelectorPath .status.hpaPodSelector): what an HPA on a PodCliqueSet reads and writes.
+    server, kubectl = cluster
+    server.apply(example(PCS))
+    until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
+    selector = f"app.kubernetes.io/managed-by=grove-operator,{PART_OF}"
+    until(lambda: kubectl.get("pcs")["pcs"][0].get("status", {}).get("hpaPodSelector") == selector)
+    scale = kubectl.scale("pcs", PCS, replicas=2)
+    assert scale["status"]["selector"] == selector
+    until(lambda: len(kubectl.get("pods", selector=selector)["pods"]) == 16)  # the selector finds every pod
+    assert {p["metadata"]["labels"]["grove.io/podcliqueset-replica-index"] for p in server.objects(PODS)} == {"0", "1"}

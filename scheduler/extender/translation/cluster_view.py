@@ -4,6 +4,14 @@ Topology levels come from, in order: an explicit levels file (a YAML/JSON list o
 ``ClusterTopologyBinding`` in the snapshot, else the defaults of ``topology.levels`` (which recognise GFD,
 Topograph and the standard zone/region labels). Free capacity is allocatable minus the requests of bound,
 non-terminal pods, minus other gangs' reservations when given.
+
+DRA (``resource.k8s.io`` ResourceClaims, Grove's ``resourceSharing`` and MNNVL's ``mnnvl-claim``) is assumed to
+manage devices the device plugin does not: GPUs are counted from allocatable ``nvidia.com/gpu`` only, and a claim
+is no extended-resource request, so a claimed device is never counted free (nor used) on any node. Whether a pod's
+claims fit a node is kube-scheduler's DynamicResources plugin's to decide; it runs before the extender's filter, and
+a planned node it refuses is excluded and the group re-planned around it. Not supported: a node whose GPUs both the
+device plugin and a DRA driver hand out, and extended-resource requests a DRA driver serves
+(``DeviceClass.spec.extendedResourceName``), which allocatable does not list — the extender would see no GPUs there.
 """
 
 from __future__ import annotations
@@ -18,9 +26,11 @@ from api.grove import ClusterTopologyBinding
 from placement.request import ClusterView
 from scheduler.snapshot import Snapshot, gc_paused
 from scheduler.snapshot.documents import UnreadableText, parse_text
+from scheduler.snapshot.files import UnreadableFile, read_bounded
 from topology import HostSpec, Level, Topology, levels_from_pairs
 
 __all__ = [
+    "MAX_LEVELS_FILE_BYTES",
     "LevelsError",
     "build_topology",
     "choose_levels",
@@ -33,6 +43,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+MAX_LEVELS_FILE_BYTES = 1 << 20
+"""A levels file is a few lines (a ClusterTopologyBinding a few hundred bytes): 1 MiB is plenty."""
 
 
 class LevelsError(ValueError):
@@ -47,13 +60,17 @@ def load_levels_file(path: str | Path) -> tuple[Level, ...]:
     """
     source = str(path)
     try:
-        document: Any = parse_text(Path(path).read_bytes())
-    except OSError as err:
-        raise LevelsError(f"levels file {source}: {err.strerror}") from None
-    except UnreadableText as err:
+        document: Any = parse_text(read_bounded(path, limit=MAX_LEVELS_FILE_BYTES))
+    except (UnreadableFile, UnreadableText) as err:
         raise LevelsError(f"levels file {source}: {err}") from None
-    if isinstance(document, Mapping) and document.get("kind") == "ClusterTopologyBinding":
-        document = (document.get("spec") or {}).get("levels")
+    if isinstance(document, Mapping) and "kind" in document:
+        if document["kind"] != "ClusterTopologyBinding":
+            raise LevelsError(
+                f"levels file {source}: kind {document['kind']!r}: expected a ClusterTopologyBinding or a list of "
+                "{domain, key}"
+            )
+        spec = document.get("spec")
+        document = spec.get("levels") if isinstance(spec, Mapping) else None
     if not isinstance(document, list) or not document:
         raise LevelsError(f"levels file {source}: expected a non-empty list of {{domain, key}}")
     pairs = []

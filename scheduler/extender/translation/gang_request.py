@@ -18,6 +18,13 @@ One documented way for what Grove's templates make rare:
 - **A referenced pod that does not exist (yet)** is left out; the gang is not plannable yet
   (:class:`GangNotReady`) only when that, or guaranteed pods still gated, leave a group short of ``minReplicas``
   (Grove creates pods and fills ``podReferences`` as they appear; a missing extra must not hold the gang).
+- **MNNVL.** Pods that claim from one ComputeDomain (Grove's ``mnnvl-claim``, made from the domain's
+  ResourceClaimTemplate ``<pcs>-<r>-<group>``) need one multi-node NVLink domain: their groups get a ``required``
+  pack on the NVLink label the nodes carry (GPU Feature Discovery's ``nvidia.com/gpu.clique``, or Topograph's
+  accelerator domain), beside the PodGang's own constraints. No node with such a label: no pack (the extender cannot
+  see NVLink domains; the DRA driver's allocation decides). A domain's pods in other gangs (a scaled gang of the
+  same replica) are not held to it here: once the domain runs, kube-scheduler's DRA filter refuses other nodes for
+  their claim, and the extender re-plans around the refusal.
 """
 
 from __future__ import annotations
@@ -26,9 +33,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from api.core import Node, Pod
-from api.grove import LABEL_PODGANG, PodGang, PodGangTopologyConstraint
+from api.grove import LABEL_PODGANG, MNNVL_CLAIM, PodGang, PodGangTopologyConstraint
 from placement.request import GangRequest, GroupRequest, PackScope
 from scheduler.extender.translation.eligibility import eligible_nodes
+from topology import DEFAULT_LEVELS
+
+# The label keys of one multi-node NVLink domain, in the order the default topology levels prefer them.
+_NVLINK_KEYS = next(level.keys for level in DEFAULT_LEVELS if level.name == "nvlink")
 
 __all__ = ["GangNotReady", "GangRequestError", "gang_request", "request_for_pod", "single_pod_request"]
 
@@ -114,6 +125,7 @@ def gang_request(
         present = tuple(pod for key in keys if (pod := pods.get(key)) is not None)
         missing = tuple(key for key in keys if key not in pods)
         members.append(_Members(at, podgroup.name, podgroup.minReplicas, present, missing))
+    scopes += _mnnvl_scopes(members, nodes)
     return _translate(
         namespace=gang.metadata.namespace,
         name=gang.metadata.name,
@@ -231,6 +243,25 @@ def _scopes(gang: PodGang, names: Sequence[str]) -> list[PackScope]:
     singles = [s for g in gang.spec.podgroups if (s := _pack([g.name], g.topologyConstraint)) is not None]
     ordered = ([whole] if whole is not None else []) + [s for s in configs if len(s.groups) > 1]
     return ordered + [s for s in configs if len(s.groups) == 1] + singles
+
+
+def _mnnvl_scopes(members: Sequence[_Members], nodes: Sequence[Node]) -> list[PackScope]:
+    """One required NVLink-domain pack per ComputeDomain the gang's pods claim from (the module docstring)."""
+    domains: dict[str, list[str]] = {}
+    for group in members:
+        for template in {
+            claim.resourceClaimTemplateName
+            for pod in group.pods
+            for claim in pod.spec.resourceClaims
+            if claim.name == MNNVL_CLAIM and claim.resourceClaimTemplateName
+        }:
+            domains.setdefault(template, []).append(group.name)
+    if not domains:
+        return []
+    key = next((k for k in _NVLINK_KEYS if any(k in node.metadata.labels for node in nodes)), None)
+    if key is None:
+        return []
+    return [PackScope(groups=tuple(groups), required=key) for _, groups in sorted(domains.items())]
 
 
 def _hold_to_placed_domains(

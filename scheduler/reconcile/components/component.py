@@ -15,9 +15,10 @@ from api.grove import PodCliqueSet
 from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.components.observed import Observed
 from scheduler.reconcile.desired.state import Desired
+from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.status.rollout import Rollout
 
-__all__ = ["Component", "ComponentKind", "PassState"]
+__all__ = ["Component", "ComponentKind", "PassState", "Refused"]
 
 # Grove's component kinds (component.Kind), with ours: PodSchedulingGate is the gate Grove's pod component lifts.
 ComponentKind = Literal[
@@ -28,11 +29,23 @@ ComponentKind = Literal[
     "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ServiceAccountTokenSecret",
+    "ResourceClaim",
+    "ComputeDomain",
     "Pod",
     "PodGang",
     "PodSchedulingGate",
     "PodCliqueSetReplica",
 ]
+
+
+class Refused(Exception):
+    """What a component cannot build from the spec as it stands, found only when it tries (the API server refused
+    a pod built from it, a template it names is nowhere): the PodCliqueSet is refused, naming the field."""
+
+    def __init__(self, error: FieldError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass

@@ -32,6 +32,9 @@ class Observed:
     cliques: dict[str, KubeObject] = field(default_factory=dict)
     pods: list[KubeObject] = field(default_factory=list)
     gangs: dict[str, KubeObject] = field(default_factory=dict)
+    # Scaling groups and PodCliques of the PodCliqueSet being deleted, whoever owns them (a group's PodCliques
+    # outlive it until the garbage collector gets to them): their finalizers are ours to release.
+    deleting: list[KubeObject] = field(default_factory=list)
 
 
 def _controller_uid(obj: KubeObject) -> str | None:
@@ -46,20 +49,28 @@ def _by_name(objects: Iterable[KubeObject]) -> dict[str, KubeObject]:
 def controlled(api: ReconcileApi, kind: OwnedKind, pcs: PodCliqueSet, owners: set[str]) -> list[KubeObject]:
     """Objects of ``kind`` labelled part of ``pcs`` whose controller is one of ``owners`` (UIDs)."""
     objects = api.list_owned(kind, namespace=pcs.metadata.namespace, part_of=pcs.metadata.name)
+    return _of(objects, owners)
+
+
+def _of(objects: list[KubeObject], owners: set[str]) -> list[KubeObject]:
     return [obj for obj in objects if _controller_uid(obj) in owners]
 
 
 def observe(api: ReconcileApi, pcs: PodCliqueSet) -> Observed:
     root = {pcs.metadata.uid}
-    groups = _by_name(controlled(api, "PodCliqueScalingGroup", pcs, root))
+    namespace, name = pcs.metadata.namespace, pcs.metadata.name
+    all_groups = api.list_owned("PodCliqueScalingGroup", namespace=namespace, part_of=name)
+    groups = _by_name(_of(all_groups, root))
     group_uids = {obj["metadata"]["uid"] for obj in groups.values()}
-    cliques = _by_name(controlled(api, "PodClique", pcs, root | group_uids))
+    all_cliques = api.list_owned("PodClique", namespace=namespace, part_of=name)
+    cliques = _by_name(_of(all_cliques, root | group_uids))
     clique_uids = {obj["metadata"]["uid"] for obj in cliques.values()}
     return Observed(
         groups=groups,
         cliques=cliques,
         pods=controlled(api, "Pod", pcs, clique_uids | root),
         gangs=_by_name(controlled(api, "PodGang", pcs, root)),
+        deleting=[obj for obj in all_groups + all_cliques if obj["metadata"].get("deletionTimestamp")],
     )
 
 

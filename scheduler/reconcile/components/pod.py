@@ -23,8 +23,9 @@ from typing import Any
 
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
 from scheduler.reconcile.client import ApiError, Conflict, KubeObject, ReconcileApi
-from scheduler.reconcile.components.component import PassState
+from scheduler.reconcile.components.component import PassState, Refused
 from scheduler.reconcile.components.converge import delete_orphans
+from scheduler.reconcile.desired.claims import pod_claim_names
 from scheduler.reconcile.desired.pods import pod_name, pod_object
 from scheduler.reconcile.desired.state import CliquePlan
 from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
@@ -37,12 +38,8 @@ _NAME_ATTEMPTS = 5  # random-suffix collisions are ~1 in 14 million; five tries 
 _PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
-class PodRefused(Exception):
+class PodRefused(Refused):
     """The API server rejected a pod built from a clique's podSpec (400/422): the spec is invalid."""
-
-    def __init__(self, error: FieldError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _deletion_order(expected_hash: str) -> Any:
@@ -167,6 +164,12 @@ class Pods:
                 name=name,
                 scheduler_name=self.scheduler_name,
                 initc_image=self.initc_image,
+                claims=pod_claim_names(
+                    pcs=pcs.metadata.name,
+                    pcs_sharing=pcs.spec.template.resourceSharing,
+                    clique=plan,
+                    pod_index=index,
+                ),
             )
             try:
                 created = self.api.create(pod)

@@ -20,7 +20,7 @@ from typing import Any
 from api.grove import LABEL_TEMPLATE_HASH
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.components.component import PassState
-from scheduler.reconcile.components.converge import converge_scaled, delete_orphans
+from scheduler.reconcile.components.converge import converge_scaled, delete_scaled, release
 from scheduler.reconcile.desired.cliques import pcs_owner, podclique_object
 
 __all__ = ["PodCliques"]
@@ -32,6 +32,9 @@ class PodCliques:
 
     def sync(self, state: PassState) -> int:
         pcs, rollout = state.pcs, state.rollout
+        # First: one of these being deleted (by a user, or after its scaling group) may hold a name wanted again.
+        deleting = (obj for obj in state.observed.deleting if obj["kind"] == "PodClique")
+        released = sum(release(self.api, "PodClique", obj) for obj in deleting)
         owner = pcs_owner(pcs)
         wanted: dict[str, KubeObject] = {}
         for gang in state.desired.gangs:
@@ -49,10 +52,10 @@ class PodCliques:
         state.podcliques, writes = converge_scaled(
             self.api, "PodClique", namespace=pcs.metadata.namespace, live=state.observed.cliques, wanted=wanted
         )
-        return writes
+        return released + writes
 
     def delete(self, *, namespace: str, pcs: str) -> int:
-        return delete_orphans(self.api, "PodClique", namespace=namespace, pcs=pcs)
+        return delete_scaled(self.api, "PodClique", namespace=namespace, pcs=pcs)
 
 
 def _hash(podclique: Mapping[str, Any]) -> str:

@@ -13,17 +13,21 @@ import random
 
 from scheduler.reconcile.client import ReconcileApi
 from scheduler.reconcile.components.component import Component, ComponentKind
+from scheduler.reconcile.components.compute_domain import ComputeDomains
 from scheduler.reconcile.components.headless_service import HeadlessServices
 from scheduler.reconcile.components.hpa import Autoscalers
 from scheduler.reconcile.components.pcs_replica import PodCliqueSetReplicas
 from scheduler.reconcile.components.pod import Pods
 from scheduler.reconcile.components.podclique import PodCliques
 from scheduler.reconcile.components.podgang import PodGangs
+from scheduler.reconcile.components.resource_claim import ResourceClaims
 from scheduler.reconcile.components.role import Roles
 from scheduler.reconcile.components.role_binding import RoleBindings
+from scheduler.reconcile.components.sa_token_secret import ServiceAccountTokenSecrets
 from scheduler.reconcile.components.scaling_group import ScalingGroups
 from scheduler.reconcile.components.scheduling_gate import SchedulingGates
 from scheduler.reconcile.components.service_account import ServiceAccounts
+from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.status.conditions import Clock
 
 __all__ = ["AFTER_STATUS", "CONVERGE", "TEARDOWN", "pcs_components"]
@@ -34,9 +38,12 @@ CONVERGE: tuple[ComponentKind, ...] = (
     "PodClique",  # its live spec.replicas says how many pods there are
     "HeadlessService",
     "HorizontalPodAutoscaler",
-    "ServiceAccount",  # before the pods that name it
+    "ServiceAccount",
     "Role",
     "RoleBinding",
+    "ServiceAccountTokenSecret",  # before the pods that mount it
+    "ResourceClaim",  # after their owners, before the pods that reference them
+    "ComputeDomain",  # MNNVL, when on: before the pods that claim from it
     "Pod",
     "PodGang",  # lists the pods that now exist
     "PodSchedulingGate",  # lifts the gate of a pod its gang lists
@@ -49,6 +56,8 @@ TEARDOWN: tuple[ComponentKind, ...] = (
     "PodCliqueScalingGroup",
     "PodClique",
     "Pod",
+    "ResourceClaim",
+    "ComputeDomain",
     "PodGang",
     "HeadlessService",
     "HorizontalPodAutoscaler",
@@ -59,11 +68,21 @@ TEARDOWN: tuple[ComponentKind, ...] = (
 
 
 def pcs_components(
-    *, api: ReconcileApi, clock: Clock, rng: random.Random, scheduler_name: str, initc_image: str
+    *,
+    api: ReconcileApi,
+    clock: Clock,
+    rng: random.Random,
+    scheduler_name: str,
+    initc_image: str,
+    features: Features | None = None,
 ) -> dict[ComponentKind, Component]:
     """Every component of a PodCliqueSet pass, by kind. ``rng`` draws pod-name suffixes; ``scheduler_name`` goes
-    on every pod and PodGang; ``initc_image`` is the startup-order init container's."""
-    return {
+    on every pod and PodGang; ``initc_image`` is the startup-order init container's; ``features`` the optional
+    ones (MNNVL's ComputeDomains, only when on)."""
+    optional: dict[ComponentKind, Component] = {}
+    if features is not None and features.mnnvl:
+        optional["ComputeDomain"] = ComputeDomains(api)
+    return optional | {
         "PodCliqueScalingGroup": ScalingGroups(api),
         "PodClique": PodCliques(api),
         "HeadlessService": HeadlessServices(api),
@@ -71,6 +90,8 @@ def pcs_components(
         "ServiceAccount": ServiceAccounts(api),
         "Role": Roles(api),
         "RoleBinding": RoleBindings(api),
+        "ServiceAccountTokenSecret": ServiceAccountTokenSecrets(api),
+        "ResourceClaim": ResourceClaims(api),
         "Pod": Pods(api, rng=rng, scheduler_name=scheduler_name, initc_image=initc_image),
         "PodGang": PodGangs(api, clock=clock, scheduler_name=scheduler_name),
         "PodSchedulingGate": SchedulingGates(api),

@@ -1,5 +1,5 @@
-"""The Role ``grove.io:pcs:<pcs>`` that lets ``grove-initc`` read pods (get, list, watch), our counterpart of
-Grove's ``components/role``. Only a PodCliqueSet with a startup order has one."""
+"""The Role ``grove.io:pcs:<pcs>`` that lets ``grove-initc`` read pods (get, list, watch pods and pods/status),
+Grove's ``components/role``: every PodCliqueSet has one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from scheduler.reconcile.client import ReconcileApi
 from scheduler.reconcile.components.component import PassState
 from scheduler.reconcile.components.converge import FieldPath, converge_one, delete_orphans
-from scheduler.reconcile.desired.startup import pod_role, startup_accounts
+from scheduler.reconcile.desired.startup import pod_role
 
 __all__ = ["Roles"]
 
@@ -20,10 +20,7 @@ class Roles:
     api: ReconcileApi
 
     def sync(self, state: PassState) -> int:
-        pcs = state.pcs
-        if not startup_accounts(pcs, state.desired):
-            return 0
-        return converge_one(self.api, "Role", pcs, wanted=pod_role(pcs), fields=_FIELDS)
+        return converge_one(self.api, "Role", state.pcs, wanted=pod_role(state.pcs), fields=_FIELDS)
 
     def delete(self, *, namespace: str, pcs: str) -> int:
         return delete_orphans(self.api, "Role", namespace=namespace, pcs=pcs)

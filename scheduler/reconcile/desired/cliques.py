@@ -14,7 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.grove import (
+    ANNOTATION_MNNVL_GROUP,
     ANNOTATION_TOPOLOGY_NAME,
+    FINALIZER_PCSG,
+    FINALIZER_PODCLIQUE,
     GROVE_API_VERSION,
     LABEL_BASE_PODGANG,
     LABEL_PCS_REPLICA_INDEX,
@@ -22,6 +25,7 @@ from api.grove import (
     LABEL_PCSG_REPLICA_INDEX,
     LABEL_PODGANG,
     LABEL_TEMPLATE_HASH,
+    MNNVL_CLAIM,
     PodCliqueSet,
 )
 from scheduler.reconcile.client import KubeObject
@@ -31,9 +35,11 @@ from scheduler.reconcile.desired.names import (
     COMPONENT_PCSG_PODCLIQUE,
     LABEL_COMPONENT,
     LABEL_NAME,
+    compute_domain_name,
     grove_labels,
 )
 from scheduler.reconcile.desired.state import CliquePlan, GroupPlan
+from scheduler.reconcile.rules.mnnvl import has_gpu, resolve_group
 
 __all__ = [
     "controller_reference",
@@ -105,7 +111,22 @@ def _clique_labels(pcs: PodCliqueSet, clique: CliquePlan, template_hash: str) ->
     return labels
 
 
-def _clique_pod_spec(clique: CliquePlan) -> KubeObject:
+def _add_mnnvl_claim(spec: KubeObject, template_name: str) -> None:
+    """Grove's ``InjectMNNVLIntoPodSpec``: the claim on the ComputeDomain's template, used by every container that
+    asks for a GPU; nothing when none does, or when the pod has the claim already."""
+    if any(claim.get("name") == MNNVL_CLAIM for claim in spec.get("resourceClaims") or []):
+        return
+    users = [c for kind in ("containers", "initContainers") for c in spec.get(kind) or [] if has_gpu({kind: [c]})]
+    if not users:
+        return
+    for container in users:
+        claims = container.setdefault("resources", {}).setdefault("claims", [])
+        if not any(claim.get("name") == MNNVL_CLAIM for claim in claims):
+            claims.append({"name": MNNVL_CLAIM})
+    spec.setdefault("resourceClaims", []).append({"name": MNNVL_CLAIM, "resourceClaimTemplateName": template_name})
+
+
+def _clique_pod_spec(pcs: PodCliqueSet, clique: CliquePlan) -> KubeObject:
     spec: KubeObject = json.loads(json.dumps(clique.template.spec.podSpec))  # a private copy, faster than deepcopy
     if clique.group is not None:  # Grove's PCSG controller adds these to the PodClique's own pod spec
         prepend_env(
@@ -116,6 +137,10 @@ def _clique_pod_spec(clique: CliquePlan) -> KubeObject:
                 label_ref("GROVE_PCSG_INDEX", LABEL_PCSG_REPLICA_INDEX),
             ],
         )
+    # MNNVL: the clique's group, else its scaling group's (which inherits the PodCliqueSet's), else the PodCliqueSet's.
+    layers = [clique.template.annotations, *([clique.group.config.annotations] if clique.group else [])]
+    if group := resolve_group(*layers, pcs.metadata.annotations):
+        _add_mnnvl_claim(spec, compute_domain_name(pcs.metadata.name, clique.pcs_replica, group))
     return spec
 
 
@@ -127,7 +152,7 @@ def podclique_object(
     template = clique.template
     spec: KubeObject = {
         "roleName": template.spec.roleName,
-        "podSpec": _clique_pod_spec(clique),
+        "podSpec": _clique_pod_spec(pcs, clique),
         "replicas": clique.replicas,
         "minAvailable": clique.min_available,
     }
@@ -140,6 +165,7 @@ def podclique_object(
         "namespace": pcs.metadata.namespace,
         "labels": _clique_labels(pcs, clique, template_hash),
         "ownerReferences": [controller_reference(owner)],
+        "finalizers": [FINALIZER_PODCLIQUE],  # Grove adds it at creation (podclique.go buildResource)
     }
     # The PodGang chooses the topology; a template's topology annotation does not travel on (as in Grove).
     annotations = {k: v for k, v in template.annotations.items() if k != ANNOTATION_TOPOLOGY_NAME}
@@ -163,9 +189,13 @@ def pcsg_object(*, pcs: PodCliqueSet, group: GroupPlan, owner: Mapping[str, Any]
             },
         ),
         "ownerReferences": [controller_reference(owner)],
+        "finalizers": [FINALIZER_PCSG],
     }
-    if config.annotations:
-        metadata["annotations"] = dict(config.annotations)
+    annotations = dict(config.annotations)
+    if ANNOTATION_MNNVL_GROUP in pcs.metadata.annotations:  # Grove's propagateMNNVLAnnotations: a group inherits it
+        annotations.setdefault(ANNOTATION_MNNVL_GROUP, pcs.metadata.annotations[ANNOTATION_MNNVL_GROUP])
+    if annotations:
+        metadata["annotations"] = annotations
     spec = {
         "replicas": group.replicas,
         "minAvailable": config.minAvailable or 1,

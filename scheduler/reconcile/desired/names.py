@@ -4,6 +4,7 @@ so every builder agrees on them. Grove's own label keys (``grove.io/...``) are `
 from __future__ import annotations
 
 __all__ = [
+    "COMPONENT_COMPUTE_DOMAIN",
     "COMPONENT_HEADLESS_SERVICE",
     "COMPONENT_HPA",
     "COMPONENT_PCSG",
@@ -11,7 +12,9 @@ __all__ = [
     "COMPONENT_PCS_PODCLIQUE",
     "COMPONENT_POD_ROLE",
     "COMPONENT_POD_ROLE_BINDING",
+    "COMPONENT_POD_SA_TOKEN_SECRET",
     "COMPONENT_POD_SERVICE_ACCOUNT",
+    "COMPONENT_RESOURCE_CLAIM",
     "LABEL_COMPONENT",
     "LABEL_MANAGED_BY",
     "LABEL_NAME",
@@ -19,10 +22,13 @@ __all__ = [
     "MANAGED_BY",
     "base_gang_name",
     "clique_fqn",
+    "compute_domain_name",
     "grove_labels",
+    "initc_token_secret_name",
     "pcsg_fqn",
     "pod_role_name",
     "scaled_gang_name",
+    "selector_string",
 ]
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -42,6 +48,9 @@ COMPONENT_HPA = "pcs-hpa"
 COMPONENT_POD_ROLE = "pod-role"
 COMPONENT_POD_ROLE_BINDING = "pod-role-binding"
 COMPONENT_POD_SERVICE_ACCOUNT = "pod-service-account"
+COMPONENT_POD_SA_TOKEN_SECRET = "pod-sa-token-secret"
+COMPONENT_RESOURCE_CLAIM = "resource-claim"
+COMPONENT_COMPUTE_DOMAIN = "pcs-computedomain"
 
 
 def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
@@ -49,9 +58,26 @@ def grove_labels(pcs: str, **extra: str) -> dict[str, str]:
     return {LABEL_MANAGED_BY: MANAGED_BY, LABEL_PART_OF: pcs, **extra}
 
 
+def selector_string(labels: dict[str, str]) -> str:
+    """A label selector as ``metav1.LabelSelectorAsSelector(...).String()`` prints it, terms sorted by key: what a
+    scale subresource's ``labelSelectorPath`` must hold for an HPA."""
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
 def pod_role_name(pcs: str) -> str:
     """Role and RoleBinding that let the startup-order init container read pods: ``grove.io:pcs:<pcs>``."""
     return f"grove.io:pcs:{pcs}"
+
+
+def initc_token_secret_name(pcs: str) -> str:
+    """The Secret holding the init container's ServiceAccount token: ``<pcs>-ic-sat``."""
+    return f"{pcs}-ic-sat"
+
+
+def compute_domain_name(pcs: str, replica: int, group: str) -> str:
+    """MNNVL ComputeDomain of a PodCliqueSet replica and group, and the ResourceClaimTemplate it makes:
+    ``<pcs>-<r>-<group>``."""
+    return f"{pcs}-{replica}-{group}"
 
 
 def clique_fqn(pcs: str, replica: int, clique: str) -> str:

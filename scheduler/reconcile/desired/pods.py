@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api.grove import GANG_GATE, LABEL_PCS_REPLICA_INDEX, LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG
 from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.claims import add_claim_references
 from scheduler.reconcile.desired.cliques import controller_reference, label_ref, prepend_env
 from scheduler.reconcile.desired.names import base_gang_name
 from scheduler.reconcile.desired.startup import add_init_container
@@ -47,8 +48,10 @@ def pod_object(
     name: str,
     scheduler_name: str,
     initc_image: str,
+    claims: Sequence[str] = (),
 ) -> KubeObject:
-    """The pod Grove's PodClique controller would create for pod index ``index`` of ``podclique``, gated."""
+    """The pod Grove's PodClique controller would create for pod index ``index`` of ``podclique``, gated;
+    ``claims``: the shared ResourceClaims it references (``claims.pod_claim_names``)."""
     meta = podclique["metadata"]
     pcs, namespace = meta["labels"]["app.kubernetes.io/part-of"], meta["namespace"]
     labels = dict(meta["labels"])
@@ -67,6 +70,7 @@ def pod_object(
     prepend_env(spec, _grove_env(pcs=pcs, namespace=namespace, clique=clique))
     spec["hostname"] = f"{clique.fqn}-{index}"
     spec["subdomain"] = base_gang_name(pcs, clique.pcs_replica)
+    add_claim_references(spec, claims)  # before grove-initc, which uses none of them (Grove's order)
     if clique.parents:
         add_init_container(spec, pcs=pcs, parents=clique.parents, image=initc_image)
     metadata: KubeObject = {

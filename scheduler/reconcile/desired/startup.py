@@ -4,86 +4,78 @@ As in Grove (``podclique/components/pod/initcontainer.go``), a pod whose PodCliq
 an init container named ``grove-initc`` with one ``--podcliques=<parentFQN>:<minAvailable>`` per parent; it exits
 once every parent has that many Ready pods, so the pod's own containers start after their parents are up.
 
-Identity, least privilege: the container runs ``grove-extender initc`` as the PodCliqueSet's ServiceAccount
-``<pcs>``, bound by RoleBinding ``grove.io:pcs:<pcs>`` to Role ``grove.io:pcs:<pcs>`` (get/list/watch pods in the
-namespace, nothing else). Its token comes from a projected volume mounted into the init container alone, so it
-works even with ``automountServiceAccountToken: false``. Where Grove mints a long-lived token Secret for the
-ServiceAccount, we give pods that need the init container ``serviceAccountName: <pcs>`` when their spec names none
-(a pod that names its own account keeps it, and that account is bound to the Role too): the reconciler then never
-needs to create Secrets, which would let it mint tokens for any ServiceAccount.
+Identity, as Grove's PodCliqueSet components make it (``serviceaccount``, ``role``, ``rolebinding``,
+``satokensecret``): every PodCliqueSet has a ServiceAccount ``<pcs>``, bound by RoleBinding ``grove.io:pcs:<pcs>``
+to Role ``grove.io:pcs:<pcs>`` (get/list/watch pods and pods/status in the namespace, nothing else), and a token
+Secret ``<pcs>-ic-sat`` for that account (type ``kubernetes.io/service-account-token``: Kubernetes' token
+controller fills it in). The pod keeps its own account, named or the namespace's ``default`` — and with it that
+account's ``imagePullSecrets`` and its token for the pod's own containers; only ``grove-initc`` mounts the Secret,
+volume ``sa-token-secret-vol``, at the path a client looks for in-cluster credentials, beside ``pod-info-vol``
+(the pod's namespace and PodGang, from the downward API).
+
+Ours, not Grove's: the reconciler may create Secrets but never read them (least privilege: reading would let it
+see every Secret in the cluster), so it creates the token Secret when it is about to create a pod that mounts it
+and takes ``AlreadyExists`` as done (``components.sa_token_secret``); Grove reads it back and waits for the token
+before creating anything. The ServiceAccount keeps ``automountServiceAccountToken: false``: no pod runs as it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from api.grove import PodCliqueSet
+from api.grove import LABEL_PODGANG, PodCliqueSet
 from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.desired.cliques import controller_reference, pcs_owner
 from scheduler.reconcile.desired.names import (
     COMPONENT_POD_ROLE,
     COMPONENT_POD_ROLE_BINDING,
+    COMPONENT_POD_SA_TOKEN_SECRET,
     COMPONENT_POD_SERVICE_ACCOUNT,
     LABEL_COMPONENT,
     LABEL_NAME,
     grove_labels,
+    initc_token_secret_name,
     pod_role_name,
 )
-from scheduler.reconcile.desired.state import Desired
 
 __all__ = [
     "INIT_CONTAINER",
+    "POD_INFO_VOLUME",
+    "TOKEN_SECRET_VOLUME",
     "add_init_container",
     "pod_role",
     "pod_role_binding",
     "pod_service_account",
-    "service_account_of",
-    "startup_accounts",
+    "token_secret",
 ]
 
 INIT_CONTAINER = "grove-initc"
-_TOKEN_VOLUME = "grove-initc-token"
-_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-_TOKEN_SECONDS = 3600  # the kubelet refreshes it; the init container usually lives seconds
-
-
-def service_account_of(pod_spec: KubeObject, pcs: str) -> str:
-    """The ServiceAccount a pod with startup dependencies runs as: its own, else the PodCliqueSet's."""
-    own = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
-    return str(own) if own and own != "default" else pcs
-
-
-def startup_accounts(pcs: PodCliqueSet, desired: Desired) -> set[str]:
-    """The ServiceAccounts the ``grove-initc`` containers of ``pcs`` run as; empty when no clique has a startup
-    order (then no identity is needed, ever: ``startsAfter`` is immutable)."""
-    return {
-        service_account_of(clique.template.spec.podSpec, pcs.metadata.name)
-        for gang in desired.gangs
-        for clique in gang.cliques
-        if clique.parents
-    }
+TOKEN_SECRET_VOLUME = "sa-token-secret-vol"  # Grove's volume names
+POD_INFO_VOLUME = "pod-info-vol"
+_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"  # where in-cluster clients look for token and CA
+_POD_INFO_PATH = "/var/grove/pod-info"
+_SECRET_MODE = 0o644  # Grove's 420: readable by the non-root user the container runs as
 
 
 def add_init_container(spec: KubeObject, *, pcs: str, parents: Iterable[tuple[str, int]], image: str) -> None:
-    """Append ``grove-initc`` (after the user's init containers, as Grove does) and its token volume to ``spec``."""
-    spec["serviceAccountName"] = service_account_of(spec, pcs)
-    spec.pop("serviceAccount", None)  # deprecated alias; one name is enough
-    spec.setdefault("volumes", []).append(
-        {
-            "name": _TOKEN_VOLUME,
-            "projected": {
-                "defaultMode": 0o444,
-                "sources": [
-                    {"serviceAccountToken": {"path": "token", "expirationSeconds": _TOKEN_SECONDS}},
-                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                    {
-                        "downwardAPI": {
-                            "items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]
-                        }
-                    },
-                ],
+    """Append ``grove-initc`` (after the user's init containers, as Grove does) and its two volumes to ``spec``;
+    the pod's ServiceAccount is left as it is."""
+    spec.setdefault("volumes", []).extend(
+        [
+            {
+                "name": TOKEN_SECRET_VOLUME,
+                "secret": {"secretName": initc_token_secret_name(pcs), "defaultMode": _SECRET_MODE},
             },
-        }
+            {
+                "name": POD_INFO_VOLUME,
+                "downwardAPI": {
+                    "items": [
+                        {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}},
+                        {"path": "podgangname", "fieldRef": {"fieldPath": f"metadata.labels['{LABEL_PODGANG}']"}},
+                    ]
+                },
+            },
+        ]
     )
     spec.setdefault("initContainers", []).append(
         {
@@ -91,7 +83,10 @@ def add_init_container(spec: KubeObject, *, pcs: str, parents: Iterable[tuple[st
             "image": image,
             "command": ["grove-extender", "initc"],
             "args": [f"--podcliques={fqn}:{minimum}" for fqn, minimum in parents],
-            "volumeMounts": [{"name": _TOKEN_VOLUME, "mountPath": _TOKEN_PATH, "readOnly": True}],
+            "volumeMounts": [
+                {"name": POD_INFO_VOLUME, "mountPath": _POD_INFO_PATH, "readOnly": True},
+                {"name": TOKEN_SECRET_VOLUME, "mountPath": _TOKEN_PATH, "readOnly": True},
+            ],
             "securityContext": {
                 "allowPrivilegeEscalation": False,
                 "readOnlyRootFilesystem": True,
@@ -120,20 +115,26 @@ def pod_service_account(pcs: PodCliqueSet) -> KubeObject:
 
 def pod_role(pcs: PodCliqueSet) -> KubeObject:
     meta = _metadata(pcs, name=pod_role_name(pcs.metadata.name), component=COMPONENT_POD_ROLE)
-    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    rules = [{"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "list", "watch"]}]
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules}
 
 
-def pod_role_binding(pcs: PodCliqueSet, accounts: Iterable[str]) -> KubeObject:
+def pod_role_binding(pcs: PodCliqueSet) -> KubeObject:
     name = pod_role_name(pcs.metadata.name)
     meta = _metadata(pcs, name=name, component=COMPONENT_POD_ROLE_BINDING)
-    subjects = [
-        {"kind": "ServiceAccount", "name": account, "namespace": pcs.metadata.namespace} for account in sorted(accounts)
-    ]
+    subject = {"kind": "ServiceAccount", "name": pcs.metadata.name, "namespace": pcs.metadata.namespace}
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": subjects,
+        "subjects": [subject],
     }
+
+
+def token_secret(pcs: PodCliqueSet) -> KubeObject:
+    """The long-lived token of the ServiceAccount ``<pcs>``, which Kubernetes' token controller writes into it."""
+    name = initc_token_secret_name(pcs.metadata.name)
+    meta = _metadata(pcs, name=name, component=COMPONENT_POD_SA_TOKEN_SECRET)
+    meta["annotations"] = {"kubernetes.io/service-account.name": pcs.metadata.name}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "kubernetes.io/service-account-token"}

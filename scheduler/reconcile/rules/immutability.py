@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.grove import PodCliqueSet, TopologyConstraint
+from api.grove import PodCliqueSet, ResourceClaimTemplateConfig, ResourceSharing, TopologyConstraint
 from scheduler.reconcile.rules.fields import FieldError
+from scheduler.reconcile.rules.mnnvl import mnnvl_shape, mnnvl_update_errors
 
 __all__ = ["SHAPE_STATUS_KEY", "shape", "update_errors"]
 
@@ -28,6 +29,11 @@ def _constraint(value: TopologyConstraint | None) -> dict[str, Any] | None:
     return {"topologyName": value.topologyName, "required": required, "preferred": pack.preferred if pack else None}
 
 
+def _listed(items: list[ResourceClaimTemplateConfig] | list[ResourceSharing]) -> list[dict[str, Any]] | None:
+    """Entries as the user wrote them (what a shape stored before they were modelled holds too); none is ``None``."""
+    return [item.to_json_dict() for item in items] or None
+
+
 def _compact(value: Any) -> Any:
     """Drop ``None`` everywhere: a merge patch deletes null keys, so the stored shape never holds them."""
     if isinstance(value, dict):
@@ -40,12 +46,12 @@ def _compact(value: Any) -> Any:
 def shape(pcs: PodCliqueSet) -> dict[str, Any]:
     """The fields Grove's update rules freeze, as plain JSON without nulls (it is stored in status)."""
     template = pcs.spec.template
-    extras = template.model_extra or {}
     frozen: dict[str, Any] = {
         "cliqueStartupType": template.cliqueStartupType,
         "topologyConstraint": _constraint(template.topologyConstraint),
-        "resourceClaimTemplates": extras.get("resourceClaimTemplates"),
-        "resourceSharing": extras.get("resourceSharing"),
+        "resourceClaimTemplates": _listed(template.resourceClaimTemplates),
+        "resourceSharing": _listed(template.resourceSharing),
+        "mnnvl": mnnvl_shape(pcs),
         "cliques": [
             {
                 "name": c.name,
@@ -53,7 +59,7 @@ def shape(pcs: PodCliqueSet) -> dict[str, Any]:
                 "minAvailable": c.spec.minAvailable,
                 "startsAfter": list(c.spec.startsAfter),
                 "schedulerName": c.spec.podSpec.get("schedulerName") or "",
-                "resourceSharing": (c.model_extra or {}).get("resourceSharing"),
+                "resourceSharing": _listed(c.resourceSharing),
                 "topologyConstraint": _constraint(c.topologyConstraint),
             }
             for c in template.cliques
@@ -63,7 +69,7 @@ def shape(pcs: PodCliqueSet) -> dict[str, Any]:
                 "name": g.name,
                 "cliqueNames": list(g.cliqueNames),
                 "minAvailable": g.minAvailable,
-                "resourceSharing": (g.model_extra or {}).get("resourceSharing"),
+                "resourceSharing": _listed(g.resourceSharing),
                 "topologyConstraint": _constraint(g.topologyConstraint),
             }
             for g in template.podCliqueScalingGroups
@@ -97,7 +103,7 @@ def _members(
         if before is None:
             continue
         for field, where in fields.items():
-            if before.get(field) != item.get(field):
+            if (before.get(field) or None) != (item.get(field) or None):  # [] stored before is "none"
                 rule = f"is immutable (was {before.get(field)!r})"
                 if field == "minAvailable":
                     rule += "; when unset it was defaulted from replicas at creation"
@@ -138,8 +144,12 @@ def update_errors(old: dict[str, Any], pcs: PodCliqueSet) -> list[FieldError]:
         fields=group_fields,
     )
     for key in ("resourceClaimTemplates", "resourceSharing"):
-        if old.get(key) != new.get(key):
+        if (old.get(key) or None) != (new.get(key) or None):
             errors.append(FieldError(f"{_T}.{key}", "is immutable"))
     if _topology_change(old.get("topologyConstraint"), new.get("topologyConstraint")):
         errors.append(FieldError(f"{_T}.topologyConstraint", "cannot be added, removed or changed"))
+    if "mnnvl" in old:  # shapes accepted before MNNVL was read hold none: nothing to compare with
+        existed = {f"clique/{c['name']}" for c in old.get("cliques", [])}
+        existed |= {f"group/{g['name']}" for g in old.get("groups", [])}
+        errors += mnnvl_update_errors(old["mnnvl"], pcs, existed=existed)
     return errors

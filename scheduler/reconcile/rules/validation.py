@@ -1,7 +1,7 @@
 """Grove's validation rules for a PodCliqueSet (webhook ``validation/podcliqueset.go``, reference §4).
 
-Each rule that can be checked without Grove's webhooks, MNNVL or resource-sharing yields a ``FieldError`` naming the
-JSON path of the offending field and the rule it breaks. Rules Grove applies on create only (``creating=True``) are
+Each rule yields a ``FieldError`` naming the JSON path of the offending field and the rule it breaks (resource
+sharing's are in ``sharing``). Rules Grove applies on create only (``creating=True``) are
 checked the first time the reconciler acts on a PodCliqueSet, i.e. while nothing exists for it yet. The input must
 already carry Grove's defaults (``defaults.with_defaults``), as the webhook sees it.
 """
@@ -23,6 +23,8 @@ from scheduler.reconcile.rules.fields import (
     qualified_name_error,
 )
 from scheduler.reconcile.rules.limits import Limits, limit_errors
+from scheduler.reconcile.rules.mnnvl import mnnvl_errors
+from scheduler.reconcile.rules.sharing import sharing_errors
 from scheduler.reconcile.rules.topology import topology_errors
 
 __all__ = ["DEFAULT_SCHEDULER", "STARTUP_TYPES", "FieldError", "validate"]
@@ -40,9 +42,13 @@ def validate(
     binding: ClusterTopologyBinding | None,
     creating: bool,
     scheduler_names: frozenset[str],
+    default_scheduler: str = DEFAULT_SCHEDULER,
+    mnnvl: bool = False,
     limits: Limits | None = None,
 ) -> list[FieldError]:
-    """Every rule ``pcs`` breaks, in field order; empty when it is valid."""
+    """Every rule ``pcs`` breaks, in field order; empty when it is valid. ``scheduler_names``: the enabled backends
+    beside ``default-scheduler``; ``default_scheduler``: the one an empty ``schedulerName`` means (Grove's
+    ``defaultProfileName``); ``mnnvl``: whether the MNNVL feature is on."""
     errors: list[FieldError] = limit_errors(pcs, limits or Limits())
     if problem := dns_subdomain_error(pcs.metadata.name):
         errors.append(FieldError("metadata.name", problem))
@@ -59,9 +65,12 @@ def validate(
     delay = go_duration_seconds(template.terminationDelay or "")
     if delay is None or delay <= 0:
         errors.append(FieldError(f"{_TEMPLATE}.terminationDelay", "must be a positive duration such as 4h or 30s"))
-    errors += _clique_errors(pcs, creating=creating, scheduler_names=scheduler_names)
+    enabled = scheduler_names | {DEFAULT_SCHEDULER, default_scheduler}
+    errors += _clique_errors(pcs, creating=creating, enabled=enabled, default_scheduler=default_scheduler)
     errors += _group_errors(pcs)
+    errors += sharing_errors(pcs)
     if creating:
+        errors += mnnvl_errors(pcs, enabled=mnnvl)
         errors += topology_errors(pcs, binding)
     return errors
 
@@ -83,7 +92,9 @@ def _duplicates(values: Iterable[str]) -> set[str]:
     return {value for value, count in Counter(values).items() if count > 1}
 
 
-def _clique_errors(pcs: PodCliqueSet, *, creating: bool, scheduler_names: frozenset[str]) -> list[FieldError]:
+def _clique_errors(
+    pcs: PodCliqueSet, *, creating: bool, enabled: frozenset[str], default_scheduler: str
+) -> list[FieldError]:
     cliques = pcs.spec.template.cliques
     if not cliques:
         return [FieldError(f"{_TEMPLATE}.cliques", "at least one clique is required")]
@@ -104,7 +115,7 @@ def _clique_errors(pcs: PodCliqueSet, *, creating: bool, scheduler_names: frozen
         errors += _replica_errors(path, clique)
         errors += _pod_spec_errors(f"{path}.spec.podSpec", clique.spec.podSpec, creating=creating)
     errors += _startup_errors(pcs)
-    errors += _scheduler_errors(cliques, scheduler_names)
+    errors += _scheduler_errors(cliques, enabled=enabled, default_scheduler=default_scheduler)
     return errors
 
 
@@ -214,22 +225,27 @@ def _find_cycle(edges: Mapping[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _scheduler_errors(cliques: list[PodCliqueTemplate], scheduler_names: frozenset[str]) -> list[FieldError]:
-    """Grove's ``validateSchedulerNames``: an empty ``schedulerName`` is the default profile's
-    (``default-scheduler``, which is always enabled) before cliques are compared; every name must be enabled and
-    all cliques must end up on one scheduler. The reconciler routes the default profile's pods to itself."""
+def _scheduler_errors(
+    cliques: list[PodCliqueTemplate], *, enabled: frozenset[str], default_scheduler: str
+) -> list[FieldError]:
+    """Grove's ``validateSchedulerNames``: an empty ``schedulerName`` is the default profile's before cliques are
+    compared (the reconciler's own scheduler unless ``reconcile --default-scheduler-profile`` says otherwise);
+    every name must be enabled and all cliques must end up on one scheduler. ``default-scheduler`` is always
+    enabled, and the reconciler routes its pods to itself."""
     errors = []
-    enabled = scheduler_names | {DEFAULT_SCHEDULER}
     resolved: list[str] = []
     for index, clique in enumerate(cliques):
-        name = str(clique.spec.podSpec.get("schedulerName") or "") or DEFAULT_SCHEDULER
+        name = str(clique.spec.podSpec.get("schedulerName") or "") or default_scheduler
         path = f"{_TEMPLATE}.cliques[{index}].spec.podSpec.schedulerName"
         if name not in enabled:
             errors.append(FieldError(path, f"scheduler {name!r} is not enabled (enabled: {sorted(enabled)})"))
         resolved.append(name)
-    if len(set(resolved)) > 1:
+    if len(distinct := list(dict.fromkeys(resolved))) > 1:
         errors.append(
-            FieldError(f"{_TEMPLATE}.cliques", f"all cliques must use one scheduler (got {sorted(set(resolved))})")
+            FieldError(
+                f"{_TEMPLATE}.cliques.spec.podSpec.schedulerName",
+                f"the schedulerName for all pods have to be the same (got {', '.join(distinct)})",
+            )
         )
     return errors
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from api.grove import LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX, LABEL_PODCLIQUE
 from scheduler.reconcile.client import KubeObject
-from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
+from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY, selector_string
 from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
 from scheduler.reconcile.status.conditions import condition, condition_of
 from scheduler.reconcile.status.updates import UpdateTarget, pcsg_update, podclique_update, update_in_progress, updating
@@ -45,11 +45,6 @@ def _failing(pod: Mapping[str, Any]) -> bool:
 def _started_not_ready(pod: Mapping[str, Any]) -> bool:
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return any(s.get("started") and not s.get("ready") for s in statuses)
-
-
-def _selector(labels: Mapping[str, str]) -> str:
-    # metav1.LabelSelectorAsSelector(...).String(): terms sorted by key
-    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
 def podclique_status(
@@ -79,7 +74,7 @@ def podclique_status(
             LABEL_PART_OF: labels.get(LABEL_PART_OF, ""),
             LABEL_PODCLIQUE: meta["name"],
         }
-        status["hpaPodSelector"] = _selector(selector)
+        status["hpaPodSelector"] = selector_string(selector)
     if scheduled < minimum:
         schedule = condition(
             SCHEDULED,
@@ -179,7 +174,7 @@ def pcsg_status(
         "replicas": replicas,
         "scheduledReplicas": scheduled,
         "availableReplicas": sum(available),
-        "selector": _selector(selector),
+        "selector": selector_string(selector),
         **update,
         "conditions": [breach],
     }

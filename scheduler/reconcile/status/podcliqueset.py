@@ -1,4 +1,5 @@
-"""PodCliqueSet status: replicas, availableReplicas (Grove's rule, per PCS replica) and each PodGang's phase.
+"""PodCliqueSet status: replicas, availableReplicas (Grove's rule, per PCS replica), each PodGang's phase, and
+``hpaPodSelector`` (the scale subresource's selector, so an HPA can scale a whole PodCliqueSet).
 
 A pure function from what exists to the status that should be; ``reporting`` writes it only when it differs, so a
 quiet cluster sees no writes at all.
@@ -10,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.reconcile.client import KubeObject
+from scheduler.reconcile.desired.names import grove_labels, selector_string
 from scheduler.reconcile.desired.state import CliquePlan, Desired, GangPlan
 from scheduler.reconcile.live import pod_is_ready
 
@@ -49,6 +51,7 @@ def _replica_available(gangs: list[GangPlan], pods_by_clique: Mapping[str, list[
 
 def pcs_status(
     *,
+    name: str,
     generation: int | None,
     replicas: int,
     desired: Desired,
@@ -65,6 +68,8 @@ def pcs_status(
         for gang in desired.gangs
     ]
     status: KubeObject = {"replicas": replicas, "availableReplicas": available, "podGangStatuses": statuses}
+    # Grove's mutateSelector: every pod of the PodCliqueSet, by the labels all its objects carry.
+    status["hpaPodSelector"] = selector_string(grove_labels(name))
     if generation is not None:
         status["observedGeneration"] = generation
     return status

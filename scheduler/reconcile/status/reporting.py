@@ -48,6 +48,7 @@ class PodCliqueSetStatusReporter:
         """Write the status of a valid PodCliqueSet; returns the number of writes (0 or 1). ``podcliques`` and
         ``groups`` carry this pass's status; ``rollout`` is the update record as this pass leaves it."""
         status = pcs_status(
+            name=pcs.metadata.name,
             generation=pcs.metadata.generation,
             replicas=max(pcs.spec.replicas, 0),
             desired=desired,

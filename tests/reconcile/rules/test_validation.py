@@ -106,7 +106,12 @@ CASES = [
         "not enabled",
         id="scheduler-unknown",
     ),
-    pytest.param(_pod_spec(0, schedulerName=""), f"{T}.cliques", "one scheduler", id="scheduler-mixed"),
+    pytest.param(
+        _pod_spec(0, schedulerName="default-scheduler"),
+        f"{T}.cliques.spec.podSpec.schedulerName",
+        "have to be the same",
+        id="scheduler-mixed",
+    ),
     pytest.param(
         _pod_spec(0, containers=[]), f"{T}.cliques[0].spec.podSpec.containers", "at least one", id="no-containers"
     ),

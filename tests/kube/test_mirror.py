@@ -1,23 +1,25 @@
-"""List + watch against the fake API server: the store ends where the API is, through events, 410s and faults."""
+"""The extender's mirror (its informers) against the fake API server: the store ends where the API is, through
+events, 410s and faults."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kubernetes.client import ApiClient
 
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.backoff import Backoff
-from scheduler.kube.watch import start_watchers
+from scheduler.kube.mirror import start_mirror
 from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
+from tests.kube.waiting import wait_for
 
 
 class CountingStore(ClusterStore):
-    """The real store, counting the initial-sync announcements the watchers make."""
+    """The real store, counting the initial-sync announcements the mirror makes."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,15 +39,6 @@ class CountingStore(ClusterStore):
         return {o.key for o in (self.pods() if kind == "Pod" else self.podgangs())}
 
 
-def wait_for(predicate: Callable[[], bool], *, timeout: float = 60.0) -> None:
-    # Waiting for something that will happen: generous, so a loaded machine never fails the test.
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeApiServer]:
     with running(seed=k.gang_cluster(nodes=2, pods=2)) as server:
@@ -55,7 +48,7 @@ def fake() -> Iterator[FakeApiServer]:
 @pytest.fixture
 def watching(api_client: ApiClient) -> Iterator[tuple[CountingStore, threading.Event]]:
     store, stop = CountingStore(), threading.Event()
-    threads = start_watchers(
+    threads = start_mirror(
         client=api_client, store=store, stop=stop, watch_timeout=2, backoff=lambda: Backoff(initial=0.01, cap=0.05)
     )
     yield store, stop
@@ -162,7 +155,7 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
     fake.fail("GET", r"/podgangs$", 404, reason="NotFound", times=2)
     fake.fail("GET", r"/podgangs$", 403, reason="Forbidden", message="podgangs is forbidden", times=3)
     store, stop = CountingStore(), threading.Event()
-    threads = start_watchers(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
+    threads = start_mirror(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
     try:
         wait_for(lambda: store.names("Node") != set() and store.names("Pod") != set())
         assert store.synced_calls == 0, "synced while PodGangs were never listed"
@@ -180,7 +173,7 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
 def test_on_synced_runs_once_after_the_store_is_synced(fake: FakeApiServer, api_client: ApiClient) -> None:
     store, stop = CountingStore(), threading.Event()
     heard: list[int] = []  # the store's synced-call count when the callback ran
-    threads = start_watchers(
+    threads = start_mirror(
         client=api_client, store=store, stop=stop, watch_timeout=2, on_synced=lambda: heard.append(store.synced_calls)
     )
     try:
@@ -245,7 +238,7 @@ def test_large_lists_are_paged(fake: FakeApiServer, api_client: ApiClient) -> No
 
 def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
     store, stop = CountingStore(), threading.Event()
-    threads = start_watchers(client=api_client, store=store, stop=stop, watch_timeout=300)
+    threads = start_mirror(client=api_client, store=store, stop=stop, watch_timeout=300)
     wait_for(lambda: store.synced_calls == 1)
     started = time.monotonic()
     stop.set()
