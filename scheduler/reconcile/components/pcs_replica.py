@@ -58,42 +58,7 @@ class PodCliqueSetReplicas:
     def _roll(self, state: PassState, decision: Recycle) -> None:
         """Grove's ``orchestrateRollingUpdate``: wait for the replica under way, then pick the next or finish."""
         rollout, pcs = state.rollout, state.pcs
-        standalone: dict[int, list[CliquePlan]] = {}
-        for plan in state.desired.cliques().values():
-            if plan.group is None:
-                standalone.setdefault(plan.pcs_replica, []).append(plan)
-        groups: dict[int, list[str]] = {}
-        for group in state.desired.groups:
-            groups.setdefault(group.pcs_replica, []).append(group.fqn)
-        minimum = {
-            c.name: c.spec.minAvailable if c.spec.minAvailable is not None else c.spec.replicas
-            for c in pcs.spec.template.cliques
-        }
-        progress = []
-        for replica in range(max(pcs.spec.replicas, 0)):
-            if replica in decision.pcs_replicas:
-                continue
-            plans = standalone.get(replica, [])
-            cliques = [state.podcliques.get(plan.fqn) for plan in plans]
-            scaling = [state.groups.get(name) for name in groups.get(replica, [])]
-            updated = all(
-                c is not None
-                and podclique_updated(
-                    c, template_hash=rollout.template_hashes[plan.template.name], generation=rollout.generation
-                )
-                for plan, c in zip(plans, cliques, strict=True)
-            ) and all(g is not None and group_updated(g, rollout.generation) for g in scaling)
-            scheduled = sum(_status_int(c, "scheduledReplicas") for c in cliques if c is not None) + sum(
-                _status_int(g, "scheduledReplicas") * sum(minimum.get(n, 0) for n in g["spec"].get("cliqueNames", []))
-                for g in scaling
-                if g is not None
-            )
-            available = all(c is not None and clique_available(c) for c in cliques) and all(
-                g is not None and group_available(g) for g in scaling
-            )
-            progress.append(
-                ReplicaProgress(index=replica, updated=updated, scheduled_pods=scheduled, available=available)
-            )
+        progress = _replica_progress(state, recycled=decision.pcs_replicas)
         wait, following = next_replica(progress, current=rollout.updating, breached=decision.breached)
         if wait:
             return
@@ -164,3 +129,43 @@ class PodCliqueSetReplicas:
         for group_name, index in decision.group_replicas:
             log.warning("gang termination pcsg=%s/%s replica=%d delay=%ss", namespace, group_name, index, delay)
         return decision, writes
+
+
+def _replica_progress(state: PassState, *, recycled: tuple[int, ...]) -> list[ReplicaProgress]:
+    """Each PCS replica as the rolling update sees it, from the PodCliques and scaling groups with this pass's
+    status (Grove's ``computeUpdateProgress`` and ``getNumScheduledPods``); replicas being recycled are left out."""
+    rollout, pcs = state.rollout, state.pcs
+    standalone: dict[int, list[CliquePlan]] = {}
+    for plan in state.desired.cliques().values():
+        if plan.group is None:
+            standalone.setdefault(plan.pcs_replica, []).append(plan)
+    groups: dict[int, list[str]] = {}
+    for group in state.desired.groups:
+        groups.setdefault(group.pcs_replica, []).append(group.fqn)
+    minimum = {
+        c.name: c.spec.minAvailable if c.spec.minAvailable is not None else c.spec.replicas
+        for c in pcs.spec.template.cliques
+    }
+    progress = []
+    for replica in range(max(pcs.spec.replicas, 0)):
+        if replica in recycled:
+            continue
+        plans = standalone.get(replica, [])
+        cliques = [state.podcliques.get(plan.fqn) for plan in plans]
+        scaling = [state.groups.get(name) for name in groups.get(replica, [])]
+        hashes = [rollout.template_hashes[plan.template.name] for plan in plans]
+        updated = all(
+            c is not None and podclique_updated(c, template_hash=h, generation=rollout.generation)
+            for h, c in zip(hashes, cliques, strict=True)
+        ) and all(g is not None and group_updated(g, rollout.generation) for g in scaling)
+        # A scaling group's scheduled replicas count as minAvailable pods of each of its cliques, as in Grove.
+        scheduled = sum(_status_int(c, "scheduledReplicas") for c in cliques if c is not None) + sum(
+            _status_int(g, "scheduledReplicas") * sum(minimum.get(n, 0) for n in g["spec"].get("cliqueNames", []))
+            for g in scaling
+            if g is not None
+        )
+        available = all(c is not None and clique_available(c) for c in cliques) and all(
+            g is not None and group_available(g) for g in scaling
+        )
+        progress.append(ReplicaProgress(index=replica, updated=updated, scheduled_pods=scheduled, available=available))
+    return progress
