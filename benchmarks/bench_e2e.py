@@ -2,7 +2,7 @@
 
 Each phase starts a fake API server process holding the same generated cluster (``benchmarks.e2e.apiserver``:
 1,008 GB200-like nodes × 4 GPUs, 375 PodGangs of 8 one-GPU pods, pods of other schedulers running and churning,
-Node heartbeats, a kubelet) and runs the kube-scheduler stand-in (``benchmarks.e2e.standin``) over it:
+Node heartbeats, a kubelet) and runs the kube-scheduler stand-in (``benchmarks.sim.kubescheduler.standin``) over it:
 
 1. **alone**: the stand-in filters, scores and POSTs ``pods/binding`` itself;
 2. **extender**: ``grove-extender serve --kubeconfig`` watches the fake API server, plans ahead, and the
@@ -39,7 +39,7 @@ from rich.progress import Progress
 
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import Sampler, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
-from benchmarks.e2e.standin import Cache, Outcome, StandIn
+from benchmarks.sim.kubescheduler.standin import Cache, Outcome, StandIn
 
 _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
 

@@ -8,8 +8,9 @@ Modules: ``resources`` (what is served, paths, Status), ``selectors``, ``store``
 (wire format), ``server`` (lifecycle and test steering).
 """
 
-from tests.fakeapi.http import Request
-from tests.fakeapi.resources import (
+from benchmarks.sim.fakeapi.http import Request
+from benchmarks.sim.fakeapi.server import FakeApiServer, connected, running
+from scheduler.kube.memory.resources import (
     CORE,
     CORE_EVENTS,
     EVENTS,
@@ -28,7 +29,6 @@ from tests.fakeapi.resources import (
     TOPOLOGY_BINDINGS,
     resource_for,
 )
-from tests.fakeapi.server import FakeApiServer, connected, running
 
 __all__ = [
     "CORE",

@@ -17,12 +17,12 @@ from typing import Any
 import looptime
 
 from api.core import Pod
+from benchmarks.sim.extender import ExtenderProcess, install_task_owner
+from benchmarks.sim.fakeapi.inprocess import BindFault, EventType, FakeApi, Kind
+from benchmarks.sim.kubescheduler.queue import MAX_BACKOFF, SchedulingQueue
+from benchmarks.sim.kubescheduler.scheduler import KubeScheduler, SchedulerStats
 from scheduler.extender.coordinator import CoordinatorConfig
 from tests.builders import make_node, make_pod, make_podgang
-from tests.simkube.api import BindFault, EventType, FakeApi, Kind
-from tests.simkube.extender import ExtenderProcess, install_task_owner
-from tests.simkube.queue import MAX_BACKOFF, SchedulingQueue
-from tests.simkube.scheduler import KubeScheduler, SchedulerStats
 
 __all__ = ["GangSpec", "Outcome", "Simulation"]
 

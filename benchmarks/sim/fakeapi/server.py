@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi.http import Dropped, QuietServer, Request, handler_for
 from scheduler.kube.connect import load_api_client
-from tests.fakeapi.http import Dropped, QuietServer, Request, handler_for
-from tests.fakeapi.resources import StatusError
-from tests.fakeapi.store import Store
+from scheduler.kube.memory.resources import StatusError
+from scheduler.kube.memory.store import Store
 
 __all__ = ["FakeApiServer", "connected", "running"]
 

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from api.extender import ExtenderArgs, ExtenderBindingArgs
+from benchmarks.sim.fakeapi.inprocess import FakeApi, Subscription
+from benchmarks.sim.kubescheduler.scheduler import ExtenderDown
 from placement import solve
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.errors import WriteError
-from tests.simkube.api import FakeApi, Subscription
-from tests.simkube.scheduler import ExtenderDown
 
 __all__ = ["ExtenderProcess", "install_task_owner"]
 

@@ -21,8 +21,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakeapi.resources import PODS, RESOURCES, SERVICEACCOUNTS, Resource, StatusError, resource_for, status_body
-from tests.fakeapi.selectors import field_matches, label_matches, merge_patch
+from scheduler.kube.memory.resources import (
+    PODS,
+    RESOURCES,
+    SERVICEACCOUNTS,
+    Resource,
+    StatusError,
+    resource_for,
+    status_body,
+)
+from scheduler.kube.memory.selectors import field_matches, label_matches, merge_patch
 
 __all__ = ["Store"]
 

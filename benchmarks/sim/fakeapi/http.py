@@ -17,10 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, Target, parse_path
+from scheduler.kube.memory.resources import PODS, RESOURCES, Resource, StatusError, Target, parse_path
 
 if TYPE_CHECKING:
-    from tests.fakeapi.server import FakeApiServer
+    from benchmarks.sim.fakeapi.server import FakeApiServer
 
 __all__ = ["Dropped", "QuietServer", "Request", "handler_for"]
 

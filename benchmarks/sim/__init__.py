@@ -11,7 +11,3 @@ that re-creates deleted members as Grove does.
 What it does not: preemption, pod affinity, node selectors and taints in the in-tree filters (gang pods here
 tolerate everything), PreBind plugins' own failures, more than one profile. See ``queue``, ``scheduler``.
 """
-
-from tests.simkube.simulation import GangSpec, Outcome, Simulation
-
-__all__ = ["GangSpec", "Outcome", "Simulation"]

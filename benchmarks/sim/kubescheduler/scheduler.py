@@ -22,8 +22,8 @@ from typing import Any
 
 from api.core import Node, Pod
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, PodRef
-from tests.simkube.api import EventType, FakeApi, Kind
-from tests.simkube.queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
+from benchmarks.sim.fakeapi.inprocess import EventType, FakeApi, Kind
+from benchmarks.sim.kubescheduler.queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
 
 __all__ = ["ExtenderDown", "KubeScheduler", "SchedulerStats"]
 
