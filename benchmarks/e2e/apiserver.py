@@ -140,10 +140,7 @@ class Load:
         while not self.stop.wait(5.0):
             with store.cond:
                 if len(store.log) > self.args.history:
-                    kept = store.log[-self.args.history :]
-                    store.compacted = kept[0].rv - 1
-                    store.log = kept
-                    store.cond.notify_all()
+                    store.compact(keep=self.args.history)
 
 
 def seed(server: FakeApiServer, args: argparse.Namespace) -> list[str]:

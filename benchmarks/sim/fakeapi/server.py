@@ -147,9 +147,7 @@ class FakeApiServer:
 
     def compact(self) -> None:
         """Forget history: watches from any resourceVersion up to now get 410 Gone."""
-        with self.store.cond:
-            self.store.compacted = self.store.rv
-            self.store.log = []  # open watches notice the new list and end once they drained the old one
+        self.store.compact()
 
     def expire_watches(self, resource: str) -> None:
         """Send 410 Gone to open watches of ``resource`` and compact, as etcd compaction does."""

@@ -11,12 +11,11 @@ collector runs shortly after. Every refusal is a ``StatusError`` the HTTP layer 
 from __future__ import annotations
 
 import bisect
-import copy
 import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,16 +31,31 @@ from scheduler.kube.memory.resources import (
 )
 from scheduler.kube.memory.selectors import field_matches, label_matches, merge_patch
 
-__all__ = ["Store"]
+__all__ = ["Entry", "Store"]
 
 Obj = dict[str, Any]
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet (no vowels, no look-alikes)
 
 
+def _clone(obj: Obj) -> Obj:
+    """A copy of a JSON object: twice as fast as ``copy.deepcopy`` for plain JSON, which every object here is."""
+    copied: Obj = json.loads(json.dumps(obj))
+    return copied
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _random_uid() -> str:
+    return str(uuid.uuid4())
+
+
 @dataclass
-class _Entry:
+class Entry:
     """One line of the watch log: a change (with the object before it, for selector transitions), a bookmark, or
-    an error for open watches."""
+    an error for open watches. ``obj`` and ``old`` are the stored objects themselves, which nothing changes in
+    place (every write stores a new dict), so the log costs no copies."""
 
     rv: int
     resource: str
@@ -51,16 +65,22 @@ class _Entry:
 
 
 class Store:
-    def __init__(self) -> None:
+    """``clock`` stamps ``creationTimestamp`` and ``uids`` names new objects (the simulator's clock and
+    reproducible names; wall time and random UUIDs otherwise)."""
+
+    def __init__(self, *, clock: Callable[[], datetime] = _wall_clock, uids: Callable[[], str] = _random_uid) -> None:
         self.cond = threading.Condition()  # re-entrant: helpers call each other holding it
+        self.clock = clock
+        self.uids = uids
         self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
         # Each resource's keys in list order, kept until one is added or removed: sorting 100,000 pods for every
         # page of 500 made one list take minutes.
         self._sorted: dict[str, list[tuple[str, str]]] = {}
-        self.log: list[_Entry] = []
+        self.log: list[Entry] = []
         self.rv = 100
         self.compacted = 0
         self.closing = False
+        self._listeners: list[Callable[[Entry], None]] = []
 
     # --- reads -------------------------------------------------------------------------------------------------
 
@@ -103,7 +123,7 @@ class Store:
                     continue
                 if limit and len(items) == limit:
                     return items, self.rv, last
-                items.append(json.loads(json.dumps(obj)))  # a copy: twice as fast as deepcopy for plain JSON
+                items.append(_clone(obj))
                 last = key
             return items, self.rv, None
 
@@ -132,6 +152,8 @@ class Store:
                     body["status"] = {"phase": "Pending"}
             if resource == PODS:
                 self._check_service_account(namespace, body, meta["name"])
+            for key in ("uid", "creationTimestamp", "generation"):  # the server's to set, whatever was sent
+                meta.pop(key, None)
             return self.save(resource, body)
 
     def replace(self, resource: str, current: Obj, body: Any) -> Obj:
@@ -140,7 +162,7 @@ class Store:
         if meta.get("name") != current["metadata"]["name"]:
             raise StatusError(400, "BadRequest", "the name of the object does not match the name on the URL")
         self._check_version(resource, current, meta.get("resourceVersion"))
-        updated = copy.deepcopy(body)
+        updated = _clone(body)
         self._keep_identity(resource, current, updated)
         return self.save(resource, updated)
 
@@ -150,7 +172,7 @@ class Store:
             raise StatusError(400, "BadRequest", "a merge patch must be a JSON object")
         self._check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
         if subresource == "status":
-            updated = copy.deepcopy(current)
+            updated = dict(current)
             updated["status"] = merge_patch(current.get("status"), patch.get("status") or {})
         else:
             updated = merge_patch(current, patch)
@@ -175,7 +197,7 @@ class Store:
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 message = f'Scale.autoscaling "{current["metadata"]["name"]}" is invalid: spec.replicas: must be ≥ 0'
                 raise StatusError(422, "Invalid", message)
-            updated = copy.deepcopy(current)
+            updated = _clone(current)
             _set_path(updated, paths.spec_replicas, replicas)
             current = self.save(resource, updated)
         return self._scale_of(resource, current)
@@ -227,9 +249,7 @@ class Store:
             raise StatusError(409, "Conflict", message)
         if pod.get("spec", {}).get("schedulingGates"):
             raise StatusError(500, "InternalError", f"pod {name} has non-empty .spec.schedulingGates")
-        updated = copy.deepcopy(pod)
-        updated.setdefault("spec", {})["nodeName"] = target["name"]
-        self.save(PODS, updated)
+        self.save(PODS, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": target["name"]}})
 
     # --- test helpers: kubectl and etcd stand-ins ----------------------------------------------------------------
 
@@ -240,7 +260,7 @@ class Store:
         namespace = meta.get("namespace", "") if RESOURCES[resource].namespaced else ""
         with self.cond:
             current = self.objects.get(resource, {}).get((namespace, meta["name"]))
-            updated = copy.deepcopy(obj)
+            updated = _clone(obj)
             updated["metadata"]["namespace"] = namespace
             if current is not None:
                 updated["metadata"] = {**current["metadata"], **updated["metadata"]}
@@ -255,21 +275,22 @@ class Store:
             if obj is not None:
                 self._sorted.pop(resource, None)
                 self.rv += 1
-                obj["metadata"]["resourceVersion"] = str(self.rv)
+                gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
                 if not silent:
-                    self._append(resource, "DELETED", obj, old=obj)
+                    self._append(resource, "DELETED", gone, old=obj)
 
     def save(self, resource: str, obj: Obj, *, silent: bool = False) -> Obj:
-        """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation."""
+        """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation. The store
+        keeps ``obj`` itself (its ``metadata`` copied): the caller hands it over and changes it no more."""
         spec = RESOURCES[resource]
         with self.cond:
-            meta = obj.setdefault("metadata", {})
+            meta = obj["metadata"] = dict(obj.get("metadata") or {})
             bucket = self.objects.setdefault(resource, {})
             old = bucket.get((meta.get("namespace", ""), meta["name"]))
             self.rv += 1
             meta["resourceVersion"] = str(self.rv)
-            meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            meta.setdefault("uid", self.uids())
+            meta.setdefault("creationTimestamp", self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
             before = old["metadata"].get("generation", 1) if old else 0
             meta["generation"] = before + 1 if old is None or old.get("spec") != obj.get("spec") else before
             obj.setdefault("kind", spec.kind)
@@ -279,7 +300,7 @@ class Store:
             bucket[(meta.get("namespace", ""), meta["name"])] = obj
             if not silent:
                 self._append(resource, "ADDED" if old is None else "MODIFIED", obj, old=old)
-            return copy.deepcopy(obj)
+            return _clone(obj)
 
     # --- internals (hold self.cond) ------------------------------------------------------------------------------
 
@@ -305,18 +326,21 @@ class Store:
 
     @staticmethod
     def _keep_identity(resource: str, current: Obj, updated: Obj) -> None:
-        meta = updated.setdefault("metadata", {})
+        meta = updated["metadata"] = dict(updated.get("metadata") or {})  # a merge patch may share current's
         for key in ("namespace", "uid", "creationTimestamp", "generation"):
             if key in current["metadata"]:
                 meta[key] = current["metadata"][key]
         if RESOURCES[resource].status_subresource:  # only the status subresource writes status
             updated.pop("status", None)
             if "status" in current:
-                updated["status"] = copy.deepcopy(current["status"])
+                updated["status"] = current["status"]
 
     def _append(self, resource: str, event_type: str, obj: Obj, *, old: Obj | None = None) -> None:
-        self.log.append(_Entry(self.rv, resource, event_type, copy.deepcopy(obj), copy.deepcopy(old)))
+        entry = Entry(self.rv, resource, event_type, obj, old)
+        self.log.append(entry)
         self.cond.notify_all()
+        for listener in self._listeners:
+            listener(entry)
 
     def bookmark(self, resource: str) -> None:
         with self.cond:
@@ -328,7 +352,23 @@ class Store:
         with self.cond:
             self._append(resource, "ERROR", status_body(410, "Expired", "too old resource version"))
 
+    def compact(self, *, keep: int = 0) -> None:
+        """Forget all history but the last ``keep`` entries, as etcd compaction does: a watch from an older
+        resourceVersion gets 410 Gone; open watches end once they drained the old log (their clients watch again
+        from where they were, or relist)."""
+        with self.cond:
+            kept = self.log[len(self.log) - keep :] if keep else []
+            self.compacted = kept[0].rv - 1 if kept else self.rv
+            self.log = kept
+            self.cond.notify_all()
+
     # --- watch ---------------------------------------------------------------------------------------------------
+
+    def listen(self, listener: Callable[[Entry], None]) -> None:
+        """Call ``listener`` with every entry as it is logged, before the write returns: the watch of an in-process
+        client (the simulator's, on a simulated clock, cannot block on ``cond``), which delivers later itself."""
+        with self.cond:
+            self._listeners.append(listener)
 
     def watch(
         self, *, resource: str, since: int, fields: str | None, labels: str | None, bookmarks: bool, timeout: float
@@ -367,7 +407,7 @@ class Store:
                     yield {"type": event_type, "object": entry.obj}
 
 
-def _seen_as(entry: _Entry, *, fields: str | None, labels: str | None) -> str | None:
+def _seen_as(entry: Entry, *, fields: str | None, labels: str | None) -> str | None:
     """The event a selecting watch sees: an object entering the selection is ADDED, one leaving it DELETED."""
 
     def selected(obj: Obj | None) -> bool:
