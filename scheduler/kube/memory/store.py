@@ -66,12 +66,24 @@ class Entry:
 
 class Store:
     """``clock`` stamps ``creationTimestamp`` and ``uids`` names new objects (the simulator's clock and
-    reproducible names; wall time and random UUIDs otherwise)."""
+    reproducible names; wall time and random UUIDs otherwise). ``service_accounts`` runs the ServiceAccount
+    admission plugin on pod creation (off for a dry run, which shows what would be created on any cluster).
+    ``history``: how many changes the log keeps for watches to resume from (None: all; a client that only listens
+    needs none, and every old version the log holds is memory the garbage collector walks)."""
 
-    def __init__(self, *, clock: Callable[[], datetime] = _wall_clock, uids: Callable[[], str] = _random_uid) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = _wall_clock,
+        uids: Callable[[], str] = _random_uid,
+        service_accounts: bool = True,
+        history: int | None = None,
+    ) -> None:
         self.cond = threading.Condition()  # re-entrant: helpers call each other holding it
         self.clock = clock
         self.uids = uids
+        self.service_accounts = service_accounts
+        self.history = history
         self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
         # Each resource's keys in list order, kept until one is added or removed: sorting 100,000 pods for every
         # page of 500 made one list take minutes.
@@ -150,7 +162,7 @@ class Store:
                 body.pop("status", None)
                 if resource == PODS:
                     body["status"] = {"phase": "Pending"}
-            if resource == PODS:
+            if resource == PODS and self.service_accounts:
                 self._check_service_account(namespace, body, meta["name"])
             for key in ("uid", "creationTimestamp", "generation"):  # the server's to set, whatever was sent
                 meta.pop(key, None)
@@ -164,7 +176,7 @@ class Store:
         self._check_version(resource, current, meta.get("resourceVersion"))
         updated = _clone(body)
         self._keep_identity(resource, current, updated)
-        return self.save(resource, updated)
+        return self._released(resource, self.save(resource, updated))
 
     def patch(self, resource: str, current: Obj, patch: Any, *, subresource: str | None) -> Obj:
         """A merge patch of the object, or with ``subresource="status"`` of its status alone."""
@@ -179,7 +191,7 @@ class Store:
             self._keep_identity(resource, current, updated)
         if resource == PODS:
             _check_gates(current, updated)
-        return self.save(resource, updated)
+        return self._released(resource, self.save(resource, updated))
 
     def scale(self, resource: str, current: Obj, body: Any, method: str) -> Obj:
         """The ``scale`` subresource of a CRD, as kube-apiserver serves it: an ``autoscaling/v1`` Scale read from
@@ -223,7 +235,14 @@ class Store:
         }
 
     def delete(self, resource: str, current: Obj, *, propagation: str | None) -> None:
+        """Remove the object and, unless orphaned, what it owns; an object with finalizers is only marked
+        (``deletionTimestamp``) and goes once a write has taken the last one off, as kube-apiserver does."""
         meta = current["metadata"]
+        if meta.get("finalizers"):
+            if not meta.get("deletionTimestamp"):
+                stamp = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+                self.save(resource, {**current, "metadata": {**meta, "deletionTimestamp": stamp}})
+            return
         self.remove(resource, meta.get("namespace", ""), meta["name"])
         if propagation == "Orphan":
             return
@@ -253,9 +272,10 @@ class Store:
 
     # --- test helpers: kubectl and etcd stand-ins ----------------------------------------------------------------
 
-    def apply(self, obj: Obj) -> Obj:
-        """Like ``kubectl apply``: create, or update labels, annotations and spec keeping status; no version check."""
-        resource = resource_for(obj)
+    def apply(self, obj: Obj, *, resource: str | None = None) -> Obj:
+        """Like ``kubectl apply``: create, or update labels, annotations and spec keeping status; no version check.
+        ``resource`` when given, else the one the object's apiVersion and kind name."""
+        resource = resource or resource_for(obj)
         meta = obj["metadata"]
         namespace = meta.get("namespace", "") if RESOURCES[resource].namespaced else ""
         with self.cond:
@@ -267,7 +287,7 @@ class Store:
                 updated.pop("status", None)
                 if "status" in current:
                     updated["status"] = current["status"]
-            return self.save(resource, updated)
+            return self._released(resource, self.save(resource, updated))
 
     def remove(self, resource: str, namespace: str, name: str, *, silent: bool = False) -> None:
         with self.cond:
@@ -327,7 +347,8 @@ class Store:
     @staticmethod
     def _keep_identity(resource: str, current: Obj, updated: Obj) -> None:
         meta = updated["metadata"] = dict(updated.get("metadata") or {})  # a merge patch may share current's
-        for key in ("namespace", "uid", "creationTimestamp", "generation"):
+        meta.pop("deletionTimestamp", None)  # the server's to set, on delete; no write sets or undoes it
+        for key in ("namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
                 meta[key] = current["metadata"][key]
         if RESOURCES[resource].status_subresource:  # only the status subresource writes status
@@ -335,9 +356,21 @@ class Store:
             if "status" in current:
                 updated["status"] = current["status"]
 
+    def _released(self, resource: str, obj: Obj) -> Obj:
+        """After a write: an object marked for deletion whose last finalizer the write took off goes now."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.delete(resource, obj, propagation=None)
+        return obj
+
     def _append(self, resource: str, event_type: str, obj: Obj, *, old: Obj | None = None) -> None:
         entry = Entry(self.rv, resource, event_type, obj, old)
-        self.log.append(entry)
+        if self.history == 0:
+            self.compacted = self.rv
+        else:
+            self.log.append(entry)
+            if self.history is not None and len(self.log) > self.history:
+                self.compact(keep=self.history)
         self.cond.notify_all()
         for listener in self._listeners:
             listener(entry)
