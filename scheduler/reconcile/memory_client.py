@@ -112,7 +112,7 @@ class InMemoryApi:
         """Create or update (spec and metadata; generation bumps on spec change), like ``kubectl apply``. An object
         of a kind the API does not serve is ignored (a dry run's input may hold anything beside PodCliqueSets)."""
         resource = _RESOURCE_OF.get(obj["kind"])
-        return self.store.apply(obj, resource=resource) if resource else _clone(obj)
+        return _clone(self.store.apply(obj, resource=resource) if resource else obj)
 
     def remove(self, kind: str, *, namespace: str, name: str) -> None:
         """Delete any object, with the garbage collector's cascade to objects it controls. An object with
@@ -174,7 +174,7 @@ class InMemoryApi:
         stored = self._call(lambda: self.store.create(_RESOURCE_OF[obj["kind"]], obj["metadata"]["namespace"], body))
         self.created.append(json.loads(sent))
         self._log("create", stored)
-        return stored
+        return _clone(stored)
 
     def replace(self, obj: KubeObject) -> KubeObject:
         meta, kind = obj["metadata"], obj["kind"]
@@ -183,7 +183,7 @@ class InMemoryApi:
         current = self._get(kind, meta["namespace"], meta["name"])
         stored = self._call(lambda: self.store.replace(_RESOURCE_OF[kind], current, obj))
         self._log("replace", stored)
-        return stored
+        return _clone(stored)
 
     def patch_status(
         self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
@@ -192,7 +192,7 @@ class InMemoryApi:
         patch = {"metadata": {"resourceVersion": resource_version}, "status": status}
         stored = self._call(lambda: self.store.patch(_RESOURCE_OF[kind], current, patch, subresource="status"))
         self._log("patch-status", stored)
-        return stored
+        return _clone(stored)
 
     def set_pod_scheduling_gates(
         self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str

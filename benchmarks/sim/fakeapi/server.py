@@ -119,11 +119,11 @@ class FakeApiServer:
     def put(self, resource: str, obj: dict[str, Any], *, silent: bool = False) -> dict[str, Any]:
         """Create or replace an object whole (no version check), emitting ADDED or MODIFIED — or, with ``silent``,
         a change no watcher will ever be told about (as if its event was compacted away before delivery)."""
-        return self.store.save(resource, copy.deepcopy(obj), silent=silent)
+        return copy.deepcopy(self.store.save(resource, copy.deepcopy(obj), silent=silent))
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``kubectl apply`` of a manifest (resource from its apiVersion and kind): status is kept."""
-        return self.store.apply(obj)
+        return copy.deepcopy(self.store.apply(obj))
 
     def get(self, resource: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         with self.store.cond:

@@ -301,7 +301,10 @@ class Store:
 
     def save(self, resource: str, obj: Obj, *, silent: bool = False) -> Obj:
         """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation. The store
-        keeps ``obj`` itself (its ``metadata`` copied): the caller hands it over and changes it no more."""
+        keeps ``obj`` itself (its ``metadata`` copied): the caller hands it over and changes it no more.
+
+        Every write returns the stored object itself, not a copy: read it, serialise it, or copy it before a
+        change (what the HTTP server sends needs no copy, what a test helper hands out does)."""
         spec = RESOURCES[resource]
         with self.cond:
             meta = obj["metadata"] = dict(obj.get("metadata") or {})
@@ -320,7 +323,7 @@ class Store:
             bucket[(meta.get("namespace", ""), meta["name"])] = obj
             if not silent:
                 self._append(resource, "ADDED" if old is None else "MODIFIED", obj, old=old)
-            return _clone(obj)
+            return obj
 
     # --- internals (hold self.cond) ------------------------------------------------------------------------------
 
