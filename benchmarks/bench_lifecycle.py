@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from benchmarks.sim.simulation import GangSpec, Outcome, Simulation
+from benchmarks.sim.simulation import GangSpec, Simulation, SimulationOutcome
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         title, build, until = SCENARIOS[name]
         with console.status(f"{name}: {title}"):
             sim = build(Knobs(pace=args.pace, max_backoff=args.max_backoff))
-            out: Outcome = sim.run(until=until)
+            out: SimulationOutcome = sim.run(until=until)
         if out.overcommits:
             console.print(f"[red]{name}: overcommitted: {out.overcommits[:3]}")
         rows.append(

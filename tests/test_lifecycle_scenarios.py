@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.sim.fakeapi.inprocess import BindFault
-from benchmarks.sim.simulation import GangSpec, Outcome, Simulation
+from benchmarks.sim.simulation import GangSpec, Simulation, SimulationOutcome
 from scheduler.extender.coordinator import CoordinatorConfig
 
 PACE = 80.0
 MAX_BACKOFF = 10.0
 
 
-def _healthy(out: Outcome, gangs: int) -> None:
+def _healthy(out: SimulationOutcome, gangs: int) -> None:
     assert out.overcommits == []
     assert out.partial_at_end == []
     assert len(out.whole_at) == gangs, f"{len(out.whole_at)} of {gangs} gangs whole; {out.summary()}"

@@ -20,12 +20,13 @@ from api.core import GPU, Pod
 from api.grove import LABEL_PODGANG
 from benchmarks.sim.extender import ExtenderProcess, install_task_owner
 from benchmarks.sim.fakeapi.inprocess import BindFault, EventType, FakeApi, Kind
+from benchmarks.sim.kubescheduler.inprocess import InProcessInformer
 from benchmarks.sim.kubescheduler.queue import MAX_BACKOFF, SchedulingQueue
 from benchmarks.sim.kubescheduler.scheduler import KubeScheduler, SchedulerStats
 from scheduler.extender.coordinator import CoordinatorConfig
 from topology.levels import HOSTNAME_KEY
 
-__all__ = ["GangSpec", "Outcome", "Simulation"]
+__all__ = ["GangSpec", "Simulation", "SimulationOutcome"]
 
 CLIQUE = "nvidia.com/gpu.clique"
 
@@ -50,7 +51,7 @@ class GangSpec:
 
 
 @dataclass
-class Outcome:
+class SimulationOutcome:
     whole_at: dict[str, float]  # gang → simulated seconds at which every group had minReplicas bound
     partial_seconds: dict[str, float]  # gang → longest time it was partly bound (some bound, some group short)
     partial_unreported: list[str]  # gangs partly bound for long with no PartiallyBound condition written meanwhile
@@ -110,11 +111,10 @@ class Simulation:
         self.api = FakeApi(self.loop)
         self.config = config or CoordinatorConfig()
         self.extender = ExtenderProcess(self.api, config=self.config, watch_lag=watch_lag)
+        self.informer = InProcessInformer(self.api)
         self.scheduler = KubeScheduler(
-            api=self.api,
-            call_filter=self.extender.filter,
-            call_bind=self.extender.bind,
-            call_prioritize=self.extender.prioritize,
+            lister=self.informer,
+            extender=self.extender,
             cycle_seconds=1.0 / pods_per_second,
             http_timeout=http_timeout,
             queue=SchedulingQueue(max_backoff=max_backoff),
@@ -198,7 +198,7 @@ class Simulation:
 
     # --- running -------------------------------------------------------------------------------------------------
 
-    def run(self, *, until: float) -> Outcome:
+    def run(self, *, until: float) -> SimulationOutcome:
         started = time.process_time()
         try:
             self.loop.run_until_complete(self._main(until))
@@ -210,7 +210,7 @@ class Simulation:
                 task.cancel()
             self.loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             self.loop.close()
-        return Outcome(
+        return SimulationOutcome(
             whole_at=dict(self._whole_at),
             partial_seconds={gang: t.longest_partial for gang, t in self._tracks.items() if t.longest_partial},
             partial_unreported=[g for g, t in self._tracks.items() if t.longest_partial > 30 and not t.reported_since],
@@ -230,7 +230,7 @@ class Simulation:
         if self._regrow is not None:
             self.api.on_pod_deleted = self._regrow_member
         self.extender.start()
-        self.scheduler.start()
+        self.informer.start(self.scheduler)
         for spec in self._gangs:
             self._track(spec)
             self.loop.call_later(spec.at, self._create, spec, False)

@@ -1,13 +1,19 @@
-"""kube-scheduler with one profile and one extender, as the gang lifecycle sees it (``schedule_one.go``,
-``eventhandlers.go``): one pod per scheduling cycle at a set pace, binding cycles asynchronous.
+"""kube-scheduler with one profile and at most one extender, as the gang lifecycle and throughput see it
+(``schedule_one.go``, ``eventhandlers.go``): one pod per scheduling cycle, binding cycles asynchronous.
 
 A scheduling cycle pops the next pod, runs the in-tree filters (here: resources fit, against the cache of bound
 and assumed pods, so the extender gets every feasible node's name), calls the extender's filter (and prioritize
-when more than one node is left), assumes the pod on the chosen node and starts its binding cycle. The binding
-cycle calls the extender's bind within ``http_timeout``; on success the pod stays assumed until the watch shows it
-bound, on failure kube-scheduler forgets the assumed pod — which it treats as a bound pod deleted, a cluster event
-that moves every parked pod — and backs the pod off, unless the watch already shows it bound (by someone else:
-here, the extender's own release), in which case it leaves the queue.
+when more than one node is left) or, with no extender, scores the nodes itself (LeastAllocated), assumes the pod
+on the chosen node and starts its binding cycle. The binding cycle calls the extender's bind (or posts
+``pods/binding`` itself) within ``http_timeout``; on success the pod stays assumed until the watch shows it bound,
+on failure kube-scheduler forgets the assumed pod — which it treats as a bound pod deleted, a cluster event that
+moves every parked pod — and backs the pod off, unless the watch already shows it bound (by someone else: here,
+the extender's own release), in which case it leaves the queue.
+
+One model for the simulator and the end-to-end bench, with two things injected: the clock (the running event
+loop's: looptime's simulated one, or a real one; ``cycle_seconds`` is the pace, 0 for as fast as it goes) and the
+transport (what it reads of the cluster, fed by its informer's events; how it reaches the extender, or binds without
+one). ``benchmarks.sim.simulation`` runs it in process, ``standin`` over HTTP.
 
 Faults on kube-scheduler's side of the wire (extender down, time-outs) all become ``Error``.
 """
@@ -16,22 +22,94 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from api.core import Node, Pod
-from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, PodRef
-from benchmarks.sim.fakeapi.inprocess import EventType, FakeApi, Kind
+from api.core import Pod
+from api.extender import ExtenderBindingResult, ExtenderFilterResult, HostPriority
+from benchmarks.sim.kubescheduler.cache import Cache, Demand
 from benchmarks.sim.kubescheduler.queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
 
-__all__ = ["ExtenderDown", "KubeScheduler", "SchedulerStats"]
+__all__ = [
+    "Binder",
+    "Demand",
+    "Extender",
+    "ExtenderDown",
+    "KubeScheduler",
+    "Lister",
+    "PodEvent",
+    "PodInfo",
+    "SchedulerStats",
+]
 
 SCHEDULER_NAME = "grove"
+FIRST_ERRORS = 3  # reasons kept for a person to read (SchedulerStats.first_errors)
+
+PodEvent = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
 class ExtenderDown(Exception):
     """The extender did not answer (connection refused or reset): kube-scheduler sees an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod as kube-scheduler's informer holds it: what its queue, cache and calls read."""
+
+    namespace: str
+    name: str
+    uid: str
+    version: str  # metadata.resourceVersion: another version is a changed pod
+    node: str  # spec.nodeName, "" while pending
+    scheduler: str
+    priority: int
+    gated: bool
+    terminal: bool  # Succeeded or Failed: it holds no room
+    demand: Demand
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def of(cls, pod: Pod, *, demand: Demand | None = None) -> PodInfo:
+        """``demand``: the pod's requests when known already (they are parsed once per pod)."""
+        meta, spec = pod.metadata, pod.spec
+        return cls(
+            namespace=meta.namespace,
+            name=meta.name,
+            uid=meta.uid,
+            version=meta.resourceVersion,
+            node=spec.nodeName,
+            scheduler=spec.schedulerName,
+            priority=spec.priority or 0,
+            gated=pod.gated,
+            terminal=pod.terminal,
+            demand=demand if demand is not None else tuple(sorted(pod.requests().items())),
+        )
+
+
+class Lister(Protocol):
+    """The informer's current view of a pod (None once deleted)."""
+
+    def pod(self, key: str) -> PodInfo | None: ...
+
+
+class Extender(Protocol):
+    """kube-scheduler's calls to the extender; each may raise ``ExtenderDown``."""
+
+    async def filter(self, pod: PodInfo, nodes: list[str]) -> ExtenderFilterResult: ...
+
+    async def prioritize(self, pod: PodInfo, nodes: list[str]) -> Sequence[HostPriority]: ...
+
+    async def bind(self, pod: PodInfo, node: str) -> ExtenderBindingResult: ...
+
+
+class Binder(Protocol):
+    """The default binder, with no extender to bind: ``pods/binding``; returns the API server's error, or ""."""
+
+    async def bind(self, pod: PodInfo, node: str) -> str: ...
 
 
 @dataclass
@@ -46,40 +124,44 @@ class SchedulerStats:
     bind_timeouts: int = 0
     moves: int = 0  # cluster events that moved parked pods
     bound_by_others: int = 0  # pods that left the queue because the watch showed them bound
+    first_errors: list[str] = field(default_factory=list)  # why the first pods went back to the queue
 
 
-@dataclass
-class _Cached:
-    node: str
-    demand: tuple[tuple[str, int], ...]
-    assumed: bool
-
-
-@dataclass
 class KubeScheduler:
-    api: FakeApi
-    call_filter: Callable[[ExtenderArgs], Any]  # coroutine functions; may raise ExtenderDown
-    call_bind: Callable[[ExtenderBindingArgs], Any]
-    call_prioritize: Callable[[ExtenderArgs], Any]
-    cycle_seconds: float = 1 / 80  # ~80 pods/s through an extender, as measured on a real v1.36
-    http_timeout: float = 5.0
-    stats: SchedulerStats = field(default_factory=SchedulerStats)
-    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
-    _free: dict[str, dict[str, int]] = field(default_factory=dict)
-    _cache: dict[str, _Cached] = field(default_factory=dict)
-    _fit: dict[tuple[tuple[str, int], ...], dict[str, None]] = field(default_factory=dict)  # demand → nodes
-    _demands: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
-    _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    _stopped: bool = False
-    blocked: dict[str, float] = field(default_factory=dict)  # pod → until when kube-scheduler's own filters refuse it
+    """``lister`` and the informer handlers (``node_changed``, ``pod_changed``, fed by whoever watches) are its
+    view of the cluster; ``extender`` is called when set, else ``binder`` binds; ``on_bound`` hears of each of its
+    pods once, when its binding succeeds or the watch shows it bound."""
+
+    def __init__(
+        self,
+        *,
+        lister: Lister,
+        extender: Extender | None = None,
+        binder: Binder | None = None,
+        cycle_seconds: float = 1 / 80,  # ~80 pods/s through an extender, as measured on a real v1.36
+        http_timeout: float = 5.0,
+        queue: SchedulingQueue | None = None,
+        on_bound: Callable[[str], None] | None = None,
+    ) -> None:
+        if extender is None and binder is None:
+            raise ValueError("kube-scheduler needs an extender to call or a binder of its own")
+        self.lister = lister
+        self.extender = extender
+        self.binder = binder
+        self.cycle_seconds = cycle_seconds
+        self.http_timeout = http_timeout
+        self.queue = queue or SchedulingQueue()
+        self.on_bound = on_bound
+        self.stats = SchedulerStats()
+        self.cache = Cache()
+        self.blocked: dict[str, float] = {}  # pod → until when kube-scheduler's own filters refuse it
+        self._bound: set[str] = set()
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False
 
     def start(self) -> None:
-        self.api.watch(self._informer)
-        for node in self.api.nodes.values():
-            self._node(node)
-        for pod in self.api.pods.values():
-            self._pod("ADDED", pod)
+        """Run the scheduling loop (after the informer's first list went through the handlers)."""
         self._spawn(self._scheduling_loop())
         self._spawn(self._leftover_loop())
 
@@ -90,49 +172,28 @@ class KubeScheduler:
 
     # --- the informer ----------------------------------------------------------------------------------------------
 
-    def _informer(self, kind: Kind, event_type: EventType, obj: Any) -> None:
-        if kind == "Node":
-            self._node(obj)
-            self._move_all()
-        elif kind == "Pod":
-            self._pod(event_type, obj)
+    def node_changed(self, name: str, allocatable: dict[str, int]) -> None:
+        """A node added or changed: a cluster event that may make parked pods fit."""
+        self.cache.set_node(name, allocatable)
+        self._move_all()
 
-    def _node(self, node: Node) -> None:
-        allocatable = node.allocatable()
-        used = {r: 0 for r in allocatable}
-        for cached in self._cache.values():
-            if cached.node == node.name:
-                for resource, amount in cached.demand:
-                    used[resource] = used.get(resource, 0) + amount
-        self._free[node.name] = {r: allocatable[r] - used.get(r, 0) for r in allocatable}
-        self._refit(node.name)
-
-    def _pod(self, event_type: EventType, pod: Pod) -> None:
+    def pod_changed(self, event_type: PodEvent, pod: PodInfo) -> None:
         key = pod.key
-        if event_type == "DELETED":
+        if event_type == "DELETED" or (pod.node and pod.terminal):
             self.queue.remove(key)
-            cached = self._cache.pop(key, None)
-            if cached is not None:
-                self._take(cached, -1)
-                self._move_all()  # a bound pod deleted frees room: parked pods may fit now
+            if self.cache.remove(key):
+                self._move_all()  # a bound pod gone frees room: parked pods may fit now
             return
-        if pod.spec.nodeName:
+        if pod.node:
             if key in self.queue and self.queue.where(key) != "binding":
                 self.stats.bound_by_others += 1
             self.queue.remove(key)
-            cached = self._cache.get(key)
-            if cached is None:
-                cached = _Cached(pod.spec.nodeName, self._demand(pod), assumed=False)
-                self._cache[key] = cached
-                self._take(cached, 1)
-            elif cached.node != pod.spec.nodeName:
-                self._take(cached, -1)
-                cached.node = pod.spec.nodeName
-                self._take(cached, 1)
-            cached.assumed = False
+            self.cache.confirm(key, pod.node, pod.demand)
+            if pod.scheduler == SCHEDULER_NAME:
+                self._seen_bound(key)
             return
-        if pod.spec.schedulerName == SCHEDULER_NAME and not pod.gated and not pod.terminal and key not in self.queue:
-            self.queue.add(key, uid=pod.metadata.uid, priority=pod.spec.priority or 0, now=self._now())
+        if pod.scheduler == SCHEDULER_NAME and not pod.gated and not pod.terminal and key not in self.queue:
+            self.queue.add(key, uid=pod.uid, priority=pod.priority, now=self._now())
             self._wake.set()
 
     # --- the scheduling loop ---------------------------------------------------------------------------------------
@@ -154,78 +215,88 @@ class KubeScheduler:
             await asyncio.wait_for(self._wake.wait(), timeout)
 
     async def _cycle(self, key: str) -> None:
-        pod = self.api.pods.get(key)
+        pod = self.lister.pod(key)
         if self.queue.where(key) != "flight":
             return  # moved meanwhile (deleted, bound, or re-queued under a new incarnation)
-        if pod is None or pod.spec.nodeName:
+        if pod is None or pod.node:
             self.queue.remove(key)
             return
         self.stats.cycles += 1
-        demand = self._demand(pod)
-        names = list(self._fit[demand] if demand in self._fit else self._fit_for(demand))
+        names = self.cache.feasible(pod.demand)
         if self.blocked.get(key, 0.0) > self._now():
             names = []  # e.g. a volume not provisioned yet: no node passes kube-scheduler's own filters
         if not names:
             self.stats.in_tree_refusals += 1
+            self._note(pod, "no node fits")
             self.queue.park(key, now=self._now())
             return
+        node = await self._choose(pod, names) if self.extender is not None else self.cache.least_allocated(pod.demand)
+        if node is None:
+            return
+        current = self.lister.pod(key)
+        if key in self.cache or current is None or current.version != pod.version:
+            self.queue.remove(key)  # bound or changed while the extender answered: nothing to assume
+            return
+        self.cache.assume(key, node, pod.demand)
+        self.queue.done(key)
+        self._spawn(self._binding_cycle(pod, node))
+
+    async def _choose(self, pod: PodInfo, names: list[str]) -> str | None:
+        """The extender's filter (and prioritize, when more than one node is left); None: the pod is back in the
+        queue, backing off after an error or parked after a refusal."""
+        assert self.extender is not None
         try:
             self.stats.filter_calls += 1
-            reply: ExtenderFilterResult = await self.call_filter(ExtenderArgs(Pod=PodRef.of(pod), NodeNames=names))
+            reply = await self.extender.filter(pod, names)
         except ExtenderDown:
             reply = ExtenderFilterResult(Error="extender unreachable")
         if reply.Error:
             self.stats.filter_errors += 1
-            self.queue.requeue_error(key, uid=pod.metadata.uid, now=self._now())
-            return
-        chosen = [name for name in reply.NodeNames or [] if name in self._free]
+            self._note(pod, reply.Error)
+            self.queue.requeue_error(pod.key, uid=pod.uid, now=self._now())
+            return None
+        chosen = [name for name in reply.NodeNames or [] if self.cache.knows(name)]
         if not chosen:
             self.stats.filter_refusals += 1
-            self.queue.park(key, now=self._now())
-            return
+            self._note(pod, next(iter(reply.FailedNodes.values()), "no node"))
+            self.queue.park(pod.key, now=self._now())
+            return None
         node = chosen[0]
         if len(chosen) > 1:
             try:
-                scores = await self.call_prioritize(ExtenderArgs(Pod=PodRef.of(pod), NodeNames=chosen))
+                scores = await self.extender.prioritize(pod, chosen)
                 node = max(scores, key=lambda s: s.Score).Host if scores else node
             except ExtenderDown:
                 pass  # prioritize errors are ignored
-        if key in self._cache or self.api.pods.get(key) is not pod:
-            self.queue.remove(key)  # bound or changed while the extender answered: nothing to assume
-            return
-        cached = _Cached(node, demand, assumed=True)
-        self._cache[key] = cached
-        self._take(cached, 1)
-        self.queue.done(key)
-        self._spawn(self._binding_cycle(pod, node))
+        return node
 
-    async def _binding_cycle(self, pod: Pod, node: str) -> None:
+    async def _binding_cycle(self, pod: PodInfo, node: str) -> None:
         key = pod.key
-        args = ExtenderBindingArgs(
-            PodName=pod.metadata.name, PodNamespace=pod.metadata.namespace, PodUID=pod.metadata.uid, Node=node
-        )
         self.stats.bind_calls += 1
         try:
-            reply: ExtenderBindingResult = await asyncio.wait_for(self.call_bind(args), self.http_timeout)
-            error = reply.Error
+            async with asyncio.timeout(self.http_timeout):
+                if self.extender is not None:
+                    error = (await self.extender.bind(pod, node)).Error
+                else:
+                    assert self.binder is not None
+                    error = await self.binder.bind(pod, node)
         except TimeoutError:
             self.stats.bind_timeouts += 1
             error = "timeout"
         except ExtenderDown:
             error = "extender unreachable"
         if not error:
+            self._seen_bound(key)
             return  # bound: the watch confirms the assumed pod
         self.stats.bind_errors += 1
-        cached = self._cache.get(key)
-        if cached is not None and cached.assumed:
-            del self._cache[key]
-            self._take(cached, -1)
+        self._note(pod, error)
+        if self.cache.forget(key):
             self._move_all()  # forgetting an assumed pod counts as a bound pod deleted
-        current = self.api.pods.get(key)
-        if current is None or current.spec.nodeName:
+        current = self.lister.pod(key)
+        if current is None or current.node:
             self.queue.remove(key)  # deleted, or bound meanwhile (by the extender's release): not re-queued
             return
-        self.queue.requeue_error(key, uid=pod.metadata.uid, now=self._now())
+        self.queue.requeue_error(key, uid=pod.uid, now=self._now())
         self._wake.set()
 
     async def _leftover_loop(self) -> None:
@@ -234,42 +305,23 @@ class KubeScheduler:
             if self.queue.flush_leftover(self._now()):
                 self._wake.set()
 
-    # --- the cache -------------------------------------------------------------------------------------------------
+    # --- helpers ---------------------------------------------------------------------------------------------------
 
     def _move_all(self) -> None:
         if self.queue.move_all(now=self._now()):
             self.stats.moves += 1
             self._wake.set()
 
-    def _demand(self, pod: Pod) -> tuple[tuple[str, int], ...]:
-        demand = self._demands.get(pod.key)
-        if demand is None:
-            demand = tuple(sorted(pod.requests().items()))
-            self._demands[pod.key] = demand
-        return demand
+    def _seen_bound(self, key: str) -> None:
+        if self.on_bound is not None and key not in self._bound:
+            self._bound.add(key)
+            self.on_bound(key)
 
-    def _fit_for(self, demand: tuple[tuple[str, int], ...]) -> dict[str, None]:
-        nodes = {name: None for name, free in self._free.items() if _fits(free, demand)}
-        self._fit[demand] = nodes
-        return nodes
+    def _note(self, pod: PodInfo, reason: str) -> None:
+        if len(self.stats.first_errors) < FIRST_ERRORS:
+            self.stats.first_errors.append(f"{pod.key}: {reason}")
 
-    def _take(self, cached: _Cached, sign: int) -> None:
-        free = self._free.get(cached.node)
-        if free is None:
-            return
-        for resource, amount in cached.demand:
-            free[resource] = free.get(resource, 0) - sign * amount
-        self._refit(cached.node)
-
-    def _refit(self, node: str) -> None:
-        free = self._free[node]
-        for demand, nodes in self._fit.items():
-            if _fits(free, demand):
-                nodes[node] = None
-            else:
-                nodes.pop(node, None)
-
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -277,7 +329,3 @@ class KubeScheduler:
     @staticmethod
     def _now() -> float:
         return asyncio.get_running_loop().time()
-
-
-def _fits(free: dict[str, int], demand: tuple[tuple[str, int], ...]) -> bool:
-    return all(free.get(resource, 0) >= amount for resource, amount in demand)
