@@ -1,13 +1,18 @@
-"""A simulator of kube-scheduler (v1.36 behaviour) driving the extender in process, on a simulated clock.
+"""The one home of the fakes and simulators that tests and benchmarks share: one fake of the Kubernetes API and one
+model of kube-scheduler, each with two faces.
 
-What it models, because the gang lifecycle depends on it: the scheduling queue (activeQ by priority then queue
-time; per-pod exponential backoff after an error; pods refused by a filter parked until a cluster event or five
-minutes), one scheduling cycle at a time at a set pace, the scheduler cache with assumed pods, asynchronous
-binding cycles with ``httpTimeout``, forgetting an assumed pod on a failed binding (and the cluster-wide wake-up
-that causes), pods bound by someone else leaving the queue, watches that lag. And around it: an API server that
-takes any binding but records overcommit, bind faults, extender restarts (SIGKILL mid-release), and a controller
-that re-creates deleted members as Grove does.
+- ``fakeapi``: the API server over the in-memory store (``scheduler.kube.memory``, which ``reconcile --dry-run``
+  runs on too). ``FakeApiServer`` serves it over real HTTP, with kube-apiserver's shapes and watch semantics
+  (resourceVersions, bookmarks, 410 Gone after compaction) and test steering; ``FakeApi`` is the same store in
+  process, on the simulator's clock, with typed views, lagged watches and bind faults.
+- ``kubescheduler``: kube-scheduler v1.36 as far as the gang lifecycle and throughput can tell the difference (its
+  queue, backoff, parking, assume cache, asynchronous binding with ``httpTimeout``), with the clock and the
+  transport injected: in process on a simulated clock (``inprocess``), or in real time over HTTP (``standin``, the
+  end-to-end bench's kube-scheduler).
+- ``simulation`` (with ``extender``, the extender as a process that can be killed): a cluster, kube-scheduler, the
+  extender and a Grove-like controller on one simulated clock, for the lifecycle's property tests and
+  ``benchmarks.bench_lifecycle``.
 
-What it does not: preemption, pod affinity, node selectors and taints in the in-tree filters (gang pods here
-tolerate everything), PreBind plugins' own failures, more than one profile. See ``queue``, ``scheduler``.
+What the model does not do: preemption, pod affinity, node selectors and taints in the in-tree filters (gang pods
+here tolerate everything), PreBind plugins' own failures, more than one profile.
 """
