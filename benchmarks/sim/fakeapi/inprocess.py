@@ -72,7 +72,10 @@ class FakeApi:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         uids = itertools.count()
-        self.store = Store(clock=lambda: _EPOCH + timedelta(seconds=loop.time()), uids=lambda: f"uid-{next(uids)}")
+        # No history: its watches are fed as changes happen (``listen``) and never resume from a resourceVersion.
+        self.store = Store(
+            clock=lambda: _EPOCH + timedelta(seconds=loop.time()), uids=lambda: f"uid-{next(uids)}", history=0
+        )
         # What the store holds, decoded once per change (every watcher and reader shares these).
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, Pod] = {}
@@ -169,7 +172,7 @@ class FakeApi:
         if old is None:
             return None
         self.delete_pod(key)
-        return self.create_pod({**old, "spec": {**old["spec"], "nodeName": ""}})
+        return self.create_pod({**old, "metadata": dict(old["metadata"]), "spec": {**old["spec"], "nodeName": ""}})
 
     # --- writes (the extender's ClusterWriter goes through these) -------------------------------------------------
 
