@@ -82,9 +82,9 @@ class Cache:
 
     # --- pods ----------------------------------------------------------------------------------------------------
 
-    def assume(self, key: str, node: str, demand: Demand) -> None:
+    def assume(self, key: str, *, node: str, demand: Demand) -> None:
         """The scheduling cycle chose ``node``: the pod counts there from now, its binding still to come."""
-        self._hold(key, node, demand, assumed=True)
+        self._hold(key, node=node, demand=demand, assumed=True)
 
     def forget(self, key: str) -> bool:
         """The binding failed: an assumed pod counts nowhere again. True if it was assumed."""
@@ -94,14 +94,14 @@ class Cache:
         self.remove(key)
         return True
 
-    def confirm(self, key: str, node: str, demand: Demand) -> None:
+    def confirm(self, key: str, *, node: str, demand: Demand) -> None:
         """The informer shows the pod bound to ``node`` (assumed there, elsewhere, or never seen)."""
         held = self._held.get(key)
         if held is not None and held.node != node:
             self.remove(key)
             held = None
         if held is None:
-            self._hold(key, node, demand, assumed=False)
+            self._hold(key, node=node, demand=demand, assumed=False)
         else:
             held.assumed = False
 
@@ -113,7 +113,7 @@ class Cache:
         self._take(held, -1)
         return True
 
-    def _hold(self, key: str, node: str, demand: Demand, *, assumed: bool) -> None:
+    def _hold(self, key: str, *, node: str, demand: Demand, assumed: bool) -> None:
         held = _Held(node, demand, assumed)
         self._held[key] = held
         self._take(held, 1)
@@ -122,10 +122,10 @@ class Cache:
         row = self._index.get(held.node)
         if row is None:
             return  # bound to a node the cache does not know yet: counted when it comes
-        self._count(row, [held], sign)
+        self._count(row, [held], sign=sign)
         self._refit(held.node)
 
-    def _count(self, row: int, pods: list[_Held], sign: int = 1) -> None:
+    def _count(self, row: int, pods: list[_Held], *, sign: int = 1) -> None:
         for held in pods:
             for resource, amount in held.demand:
                 column = self._columns.get(resource)

@@ -188,7 +188,7 @@ class KubeScheduler:
             if key in self.queue and self.queue.where(key) != "binding":
                 self.stats.bound_by_others += 1
             self.queue.remove(key)
-            self.cache.confirm(key, pod.node, pod.demand)
+            self.cache.confirm(key, node=pod.node, demand=pod.demand)
             if pod.scheduler == SCHEDULER_NAME:
                 self._seen_bound(key)
             return
@@ -237,7 +237,7 @@ class KubeScheduler:
         if key in self.cache or current is None or current.version != pod.version:
             self.queue.remove(key)  # bound or changed while the extender answered: nothing to assume
             return
-        self.cache.assume(key, node, pod.demand)
+        self.cache.assume(key, node=node, demand=pod.demand)
         self.queue.done(key)
         self._spawn(self._binding_cycle(pod, node))
 
