@@ -40,6 +40,10 @@ class Cache:
         self._held: dict[str, _Held] = {}  # pod key → where it counts
         self._fit: dict[Demand, dict[str, None]] = {}  # demand → the nodes it fits, in a stable order
         self._vectors: dict[Demand, np.ndarray | None] = {}  # None: a resource no node has
+        # The fitted demands that some node could hold, as rows of one matrix: a node that changed is tested
+        # against all of them in one comparison.
+        self._classes: list[dict[str, None]] = []
+        self._matrix = np.zeros((0, 0), dtype=np.int64)
         self._scored = np.zeros(0, dtype=np.int64)  # the columns LeastAllocated weighs
 
     def __contains__(self, key: str) -> bool:
@@ -79,6 +83,8 @@ class Cache:
             self._count(row, [held for held in self._held.values() if held.node == name])
         self._fit.clear()  # a demand no node could hold may fit now
         self._vectors.clear()
+        self._classes = []
+        self._matrix = np.zeros((0, len(self._columns)), dtype=np.int64)
 
     # --- pods ----------------------------------------------------------------------------------------------------
 
@@ -141,6 +147,9 @@ class Cache:
             vector = self._vector(demand)
             fits = [] if vector is None else np.flatnonzero(np.all(self._used + vector <= self._allocatable, axis=1))
             nodes = self._fit[demand] = {self.names[row]: None for row in fits}
+            if vector is not None:
+                self._classes.append(nodes)
+                self._matrix = np.vstack([self._matrix, vector])
         return list(nodes)
 
     def knows(self, node: str) -> bool:
@@ -171,11 +180,12 @@ class Cache:
 
     def _refit(self, node: str) -> None:
         """After ``node`` changed: it enters or leaves each demand's set (leaving and coming back puts it last)."""
+        if not self._classes:
+            return
         row = self._index[node]
-        free = self._allocatable[row] - self._used[row]
-        for demand, nodes in self._fit.items():
-            vector = self._vectors[demand]
-            if vector is not None and bool(np.all(free >= vector)):
+        fits = np.all(self._allocatable[row] - self._used[row] >= self._matrix, axis=1).tolist()
+        for nodes, fit in zip(self._classes, fits, strict=True):
+            if fit:
                 nodes[node] = None
             else:
                 nodes.pop(node, None)

@@ -16,16 +16,22 @@ class InProcessInformer:
     def __init__(self, api: FakeApi) -> None:
         self.api = api
         self._demands: dict[str, Demand] = {}  # by pod key: a pod's requests are parsed once
+        self._infos: dict[str, tuple[Pod, PodInfo]] = {}  # the last pod object seen per key, and what it says
 
     def pod(self, key: str) -> PodInfo | None:
         pod = self.api.pods.get(key)
         return None if pod is None else self.info(pod)
 
     def info(self, pod: Pod) -> PodInfo:
+        seen = self._infos.get(pod.key)
+        if seen is not None and seen[0] is pod:
+            return seen[1]
         demand = self._demands.get(pod.key)
         if demand is None:
             demand = self._demands[pod.key] = tuple(sorted(pod.requests().items()))
-        return PodInfo.of(pod, demand=demand)
+        info = PodInfo.of(pod, demand=demand)
+        self._infos[pod.key] = (pod, info)
+        return info
 
     def start(self, scheduler: KubeScheduler) -> None:
         """Watch, list into the handlers, then let the scheduler run."""
