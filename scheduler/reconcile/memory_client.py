@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, TypeVar, get_args
 
+from api.grove import LABEL_PART_OF
 from scheduler.kube.memory.resources import CORE_EVENTS, PODS, RESOURCES, StatusError
 from scheduler.kube.memory.store import Entry, Store
 from scheduler.reconcile.client import (
@@ -29,7 +30,6 @@ from scheduler.reconcile.client import (
     ReplacedKind,
     StatusKind,
 )
-from scheduler.reconcile.desired.names import LABEL_PART_OF
 
 __all__ = ["InMemoryApi", "Write"]
 
