@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 from kubernetes import client
 
+from benchmarks.sim.fakeapi import FakeApiServer, running
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.rest_client import KubeApi
-from tests.fakeapi import FakeApiServer, running
 from tests.reconcile.kubectl import Kubectl
 
 

@@ -26,11 +26,11 @@ from api.grove import (
     LABEL_PODGANG,
     LABEL_TEMPLATE_HASH,
 )
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer
 from scheduler.reconcile.desired.state import CliquePlan, desired_state
 from scheduler.reconcile.desired.template_hash import pcs_hashes
 from scheduler.reconcile.memory_client import InMemoryApi
 from tests.crd_schema import CRDS
-from tests.fakeapi import PODGANGS, PODS, FakeApiServer
 from tests.reconcile.examples import pcs_model
 
 Pod = Mapping[str, Any]

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PODGANG, LABEL_TEMPLATE_HASH
+from scheduler.kube.memory.resources import PODS
+from scheduler.kube.memory.store import Entry
 from scheduler.reconcile.memory_client import InMemoryApi
 from tests.reconcile.examples import example, reconciler
 from tests.reconcile.rolling import ClusterStandIn, Generations, live, row, with_image
@@ -23,9 +25,9 @@ PCS = ("PodCliqueSet", "default", "training")
 
 
 class Recorded(InMemoryApi):
-    """The in-memory API, holding the rolling update's invariants after every write (``rolling``): no gang or
-    PodCliqueSet replica mixes templates, and, once ``guarded``, at most one replica is below ``minAvailable``. It
-    keeps each state's ``kubectl get pcs`` row and the order in which replicas lost their pods."""
+    """The in-memory API, holding the rolling update's invariants after every write its store logs (``rolling``):
+    no gang or PodCliqueSet replica mixes templates, and, once ``guarded``, at most one replica is below
+    ``minAvailable``. It keeps each state's ``kubectl get pcs`` row and the order in which replicas lost pods."""
 
     def __init__(self, generations: Generations) -> None:
         super().__init__()
@@ -33,20 +35,12 @@ class Recorded(InMemoryApi):
         self.guarded = False
         self.rows: list[dict[str, Any]] = []
         self.replaced: list[int] = []  # PCS replica of every pod deleted, in order
+        self.store.listen(self._seen)
 
-    def _bump(self, obj: dict[str, Any]) -> None:
-        super()._bump(obj)
-        self._check()
-
-    def remove(self, kind: str, *, namespace: str, name: str) -> None:
-        gone = self.objects.get((kind, namespace, name))
-        super().remove(kind, namespace=namespace, name=name)
-        if gone is not None and kind == "Pod":
-            self.replaced.append(int(gone["metadata"]["labels"][LABEL_PCS_REPLICA_INDEX]))
-        self._check()
-
-    def _check(self) -> None:
-        pods = [pod for (kind, _, _), pod in self.objects.items() if kind == "Pod"]
+    def _seen(self, entry: Entry) -> None:
+        if entry.resource == PODS and entry.type == "DELETED":
+            self.replaced.append(int(entry.obj["metadata"]["labels"][LABEL_PCS_REPLICA_INDEX]))
+        pods = self.of_kind("Pod")
         assert not self.generations.mixed(pods), self.generations.mixed(pods)
         pcs = self.objects.get(PCS)
         if pcs is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakeapi import PODCLIQUESETS, PODS, FakeApiServer
+from benchmarks.sim.fakeapi import PODCLIQUESETS, PODS, FakeApiServer
 from tests.reconcile.deployed import reconciling, until
 from tests.reconcile.examples import example
 from tests.reconcile.kubectl import Kubectl

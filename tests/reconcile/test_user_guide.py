@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakeapi import PODGANGS, PODS, FakeApiServer
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer
 from tests.reconcile.deployed import reconciling, until
 from tests.reconcile.examples import POD_NAME, example
 from tests.reconcile.kubectl import Kubectl
