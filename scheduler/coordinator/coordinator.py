@@ -251,6 +251,12 @@ class Coordinator:
             ready = self.table.leadership_changed()
             self.waiters.answer(ready, NOT_LEADER)
             log.info("leadership changed leading=%s", leading)
+            if leading:
+                # Plans queued while we did not lead were skipped (a restarted replica syncs before it holds the
+                # Lease): start again from every PodGang the API shows, so pending gangs are planned ahead and
+                # gangs found whole get their status (the old leader may have died before writing it).
+                for podgang in self.store.podgangs():
+                    self.work.put(("plan", GangRef(podgang.metadata.namespace, podgang.metadata.name)))
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------
