@@ -5,6 +5,7 @@ API server verified against its CA. ``Api`` is the blocking face (one private ev
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import ssl
 import threading
@@ -57,6 +58,14 @@ class Api:
             return await coroutine
 
         return asyncio.run_coroutine_threadsafe(wrapped(), self._loop).result(timeout)
+
+    def background(self, coroutine: Awaitable[T]) -> concurrent.futures.Future[T]:
+        """Run ``coroutine`` on the client's loop without waiting for it (cancel the future to stop it)."""
+
+        async def wrapped() -> T:
+            return await coroutine
+
+        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop)
 
     def many(self, calls: Iterable[Callable[[], Awaitable[T]]]) -> list[T]:
         """Run every call concurrently (``concurrency`` at a time); their results in order."""

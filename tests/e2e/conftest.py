@@ -29,7 +29,9 @@ E2E = Path(__file__).parent
 NODES = 1008  # 56 NVLink domains of 18 nodes × 4 GPUs: the scale scenarios' cluster
 _FIGURES = pytest.StashKey[list[str]]()
 _PLANE = pytest.StashKey[ControlPlane]()
-_FORBIDDEN = re.compile(r"\b403\b|[Ff]orbidden")
+# An RBAC denial: the API server's message always names the user ("pods is forbidden: User \"…\" cannot list …");
+# an admission policy's denial says "forbidden" too, but names the policy instead.
+_FORBIDDEN = re.compile(r'forbidden: User "|HTTP 403')
 _SHARED_LOGS = ("extender", "reconciler", "kube-scheduler", "default-scheduler", "initc-")
 _numbers = itertools.count(1)
 

@@ -30,9 +30,16 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def wait_for(check: Callable[[], T | None], *, timeout: float, what: str, every: float = 0.5) -> T:
+def wait_for(
+    check: Callable[[], T | None],
+    *,
+    timeout: float,
+    what: str,
+    every: float = 0.5,
+    show: Callable[[], object] | None = None,
+) -> T:
     """``check()`` until it returns something truthy (returned); ``AssertionError`` naming ``what`` after
-    ``timeout`` seconds, with the last value seen."""
+    ``timeout`` seconds, with the last value seen (or what ``show()`` says then)."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while time.monotonic() < deadline:
@@ -40,7 +47,33 @@ def wait_for(check: Callable[[], T | None], *, timeout: float, what: str, every:
         if last:
             return last
         time.sleep(every)
-    raise AssertionError(f"not within {timeout:g} s: {what} (last seen: {last!r})"[:2000])
+    seen = show() if show is not None else last
+    raise AssertionError(f"not within {timeout:g} s: {what} (last seen: {seen!r})"[:3000])
+
+
+class Watcher:
+    """Every watch event of ``path`` from now on, with the moment it arrived (``time.monotonic``)."""
+
+    def __init__(self, plane: ControlPlane, path: str) -> None:
+        self.events: list[tuple[float, str, dict[str, Any]]] = []
+        version = plane.api.get(path, limit=1)["metadata"]["resourceVersion"]
+        self._future = plane.api.background(self._follow(plane, path, version))
+
+    async def _follow(self, plane: ControlPlane, path: str, version: str) -> None:
+        async for event in plane.api.watch(path, resource_version=version, timeoutSeconds="3600"):
+            if event["type"] != "BOOKMARK":
+                self.events.append((time.monotonic(), event["type"], event["object"]))
+
+    def first_bound(self) -> dict[str, float]:
+        """Pod name → when it was first seen bound."""
+        found: dict[str, float] = {}
+        for moment, _, pod in list(self.events):
+            if pod["spec"].get("nodeName"):
+                found.setdefault(pod["metadata"]["name"], moment)
+        return found
+
+    def stop(self) -> None:
+        self._future.cancel()
 
 
 def pods(plane: ControlPlane, namespace: str, selector: str | None = None) -> list[dict[str, Any]]:
