@@ -59,6 +59,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", metavar="OUT", help="write the metrics as JSON (a list when several snapshots)")
     parser.add_argument("--plot", metavar="OUT.png", help="write utilisation over time and GPU-hour bars")
     parser.add_argument("--horizon-seconds", type=float, help="measured window (default: the last arrival)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="run time of a PodGang without the grove-extender/duration-seconds annotation (a cluster recorded by "
+        "`grove-extender record` has none)",
+    )
     parser.add_argument("--time-limit", type=float, help="solver time limit per decision, seconds")
     parser.add_argument(
         "--workers",
@@ -110,7 +117,7 @@ def _step(
 
 def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
     snapshot = load_snapshot(path)
-    workload, topology = load_workload(snapshot)
+    workload, topology = load_workload(snapshot, default_duration=args.duration)
     fragmentation = make_fragmentation(topology)
     probe = make_domain_probe(topology)
     horizon = args.horizon_seconds or max((gang.arrival for gang in workload.gangs), default=0.0)
