@@ -21,6 +21,9 @@ class Gang:
     required: str | None = None  # the gang's required pack: a node-label key
     scheduler: str = "grove"
     priority_class: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[tuple[str, str], ...] = ()  # (key, value) tolerated with effect NoSchedule
+    member: bool = True  # False: pods of no PodGang (no grove.io/podgang label), e.g. a pod of another scheduler
 
     def pod_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.size)]
@@ -39,7 +42,13 @@ def pod_manifest(gang: Gang, name: str, namespace: str) -> dict[str, Any]:
     }  # fmt: skip
     if gang.priority_class:
         spec["priorityClassName"] = gang.priority_class
-    labels = {"grove.io/podgang": gang.name, "grove.io/podclique": f"{gang.name}-worker"}
+    if gang.node_selector:
+        spec["nodeSelector"] = dict(gang.node_selector)
+    if gang.tolerations:
+        spec["tolerations"] = [
+            {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"} for key, value in gang.tolerations
+        ]
+    labels = {"grove.io/podgang": gang.name, "grove.io/podclique": f"{gang.name}-worker"} if gang.member else {}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": spec}  # fmt: skip
 
@@ -60,12 +69,12 @@ def podgang_manifest(gang: Gang, namespace: str, *, min_replicas: int | None = N
 
 
 def create_gangs(api: Api, namespace: str, gangs: list[Gang], *, min_replicas: int | None = None) -> None:
-    """Every PodGang first, then every pod, concurrently."""
+    """Every PodGang first (of gangs whose pods are ``member``), then every pod, concurrently."""
     gang_path = f"/apis/scheduler.grove.io/v1alpha1/namespaces/{namespace}/podgangs"
     pod_path = f"/api/v1/namespaces/{namespace}/pods"
 
     def post(path: str, body: dict[str, Any]) -> Any:
         return lambda: api.acall("POST", path, body)
 
-    api.many([post(gang_path, podgang_manifest(g, namespace, min_replicas=min_replicas)) for g in gangs])
+    api.many([post(gang_path, podgang_manifest(g, namespace, min_replicas=min_replicas)) for g in gangs if g.member])
     api.many([post(pod_path, pod_manifest(g, n, namespace)) for g in gangs for n in g.pod_names()])
