@@ -219,7 +219,9 @@ class ControlPlane:
         self.reconciler.stop(kill=True)
         return self.start_reconciler()
 
-    def start_scheduler(self, *, overrides: Mapping[str, Any] | None = None, name: str = "kube-scheduler") -> Child:
+    def start_scheduler(
+        self, *, overrides: Mapping[str, Any] | None = None, name: str = "kube-scheduler", wait: bool = True
+    ) -> Child:
         """kube-scheduler as ``grove-scheduler`` with the shipped profile, calling the extender over mTLS."""
         assert self.extender is not None
         kubeconfig = self.account_kubeconfig(SCHEDULER_ACCOUNT)
@@ -227,8 +229,15 @@ class ControlPlane:
             kubeconfig=kubeconfig, extender_url=self.extender.url, client=self.folder / "scheduler-client",
             overrides=overrides,
         )  # fmt: skip
-        self.scheduler = self._start_scheduler(name, config)
+        self.scheduler = self._start_scheduler(name, config, wait=wait)
         return self.scheduler
+
+    def restart_scheduler(self, *, wait: bool = True) -> Child:
+        """Stop kube-scheduler with SIGTERM (it gives up its Lease, so the next one need not wait for it to expire)
+        and start it again."""
+        assert self.scheduler is not None
+        self.scheduler.stop()
+        return self.start_scheduler(wait=wait)
 
     def start_plain_scheduler(self, *, overrides: Mapping[str, Any] | None = None) -> Child:
         """kube-scheduler alone: the default profile and settings, no extender, as the cluster's own scheduler
@@ -260,7 +269,7 @@ class ControlPlane:
             token=self.server.scheduler_token, user="system:kube-scheduler",
         )  # fmt: skip
 
-    def _start_scheduler(self, name: str, config: Mapping[str, Any]) -> Child:
+    def _start_scheduler(self, name: str, config: Mapping[str, Any], *, wait: bool = True) -> Child:
         path = self.folder / f"{name}.config.yaml"
         path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
         cert_dir = self.folder / f"{name}-certs"
@@ -270,7 +279,8 @@ class ControlPlane:
             cert_dir=cert_dir, secure_port=free_port(),
         )  # fmt: skip
         child = self.supervisor.start(name, argv)
-        self._wait_scheduler(child, argv)
+        if wait:
+            self._wait_scheduler(child, argv)
         return child
 
     def _wait_scheduler(self, child: Child, argv: list[str], *, timeout: float = 60.0) -> None:
