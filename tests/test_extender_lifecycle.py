@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.coordinator import BackgroundWorker
 from scheduler.coordinator.members import gang_ref_of
-from scheduler.snapshot import Snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
+from scheduler.state import ClusterStore
 from tests.builders import make_pod
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod, podgang
 
@@ -175,9 +176,11 @@ def test_only_gangs_whose_pods_our_scheduler_offers_are_planned_ahead() -> None:
     assert h.coordinator.table.reservation_count() == 2  # ours' two members, nothing for theirs
 
 
-def test_a_replica_that_becomes_leader_after_its_sync_plans_ahead_and_reports_gangs_found_whole() -> None:
-    # Found on a real control plane: a restarted extender synced its watches before it held the Lease, so the plans
-    # queued by the sync were skipped, and a gang bound whole just before the old process died kept no status.
+@pytest.mark.parametrize("lease_first", [False, True], ids=["synced-then-leader", "leader-then-synced"])
+def test_a_new_leader_on_a_synced_store_plans_ahead_and_reports_gangs_found_whole(lease_first: bool) -> None:
+    # Found on a real control plane: a restarted extender synced before it held the Lease (the plans its sync queued
+    # were skipped), or held it before its watches listed a PodGang ahead of its pods (the plan found no pods); either
+    # way a gang bound whole just before the old process died was never looked at again and kept no status.
     class Flag:
         leader = False
 
@@ -186,18 +189,23 @@ def test_a_replica_that_becomes_leader_after_its_sync_plans_ahead_and_reports_ga
 
     flag = Flag()
     whole_pods, whole = gang("whole", workers=2, gpus=8)
-    bound = [
-        pod(p.metadata.name, gang="whole", gpus=8, node_name=n) for p, n in zip(whole_pods, ["a0", "a1"], strict=True)
-    ]
+    nodes = ["a0", "a1"]
+    bound = [pod(p.metadata.name, gang="whole", gpus=8, node_name=n) for p, n in zip(whole_pods, nodes, strict=True)]
     pending, waiting = gang("pending", workers=1, gpus=8)
     store = ClusterStore()
     h = harness(nodes=[], store=store, leadership=flag)  # built before the sync, as serve builds it
-    load_snapshot_into(store, Snapshot(nodes=NODES, pods=[*bound, *pending], podgangs=[whole, waiting]))
     worker = BackgroundWorker(h.coordinator)
-    worker.run_once()  # the sync's plans, while not leading: skipped
-    assert h.writer.statuses == [] and h.coordinator.table.reservation_count() == 0
+    if lease_first:
+        flag.leader = True
+        worker.run_once()
+    store.replace("Node", NODES)
+    store.replace("PodGang", [whole, waiting])  # as the watches may list them: PodGangs before their pods
+    worker.run_once()
+    store.replace("Pod", [*bound, *pending])
+    store.mark_synced()
+    worker.run_once()
     flag.leader = True
-    worker.run_once()  # notices the leadership
+    worker.run_once()  # notices the leadership, or the sync
     while worker.run_once():
         pass
     assert [key for key, status in h.writer.statuses if status.get("phase") == "Starting"] == ["default/whole"]
