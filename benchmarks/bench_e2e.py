@@ -16,6 +16,11 @@ of it), with its idle cost per second (heartbeats and churn only) beside it.
 
 ``--profile DIR`` samples the serve process with py-spy during the drive (``pip install -e '.[bench]'``) and
 prints where its CPU went.
+
+``--real`` runs the same comparison on a real kube-apiserver and kube-scheduler v1.36 from ``KUBEBUILDER_ASSETS``
+instead of the fake API server and the stand-in (``benchmarks.e2e.real``):
+
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from rich.progress import Progress
 
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import Sampler, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
+from benchmarks.e2e.real import add_arguments, run_real
 from benchmarks.e2e.standin import Cache, Outcome, StandIn
 
 _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -263,7 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory", type=float, metavar="SECONDS", help="no drive: serve's RSS after sync and SECONDS of streaming"
     )
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    if args.real:
+        return run_real(args)
     args.load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     if args.memory is not None:
         return run_memory(args)

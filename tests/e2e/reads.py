@@ -51,31 +51,6 @@ def wait_for(
     raise AssertionError(f"not within {timeout:g} s: {what} (last seen: {seen!r})"[:3000])
 
 
-class Watcher:
-    """Every watch event of ``path`` from now on, with the moment it arrived (``time.monotonic``)."""
-
-    def __init__(self, plane: ControlPlane, path: str) -> None:
-        self.events: list[tuple[float, str, dict[str, Any]]] = []
-        version = plane.api.get(path, limit=1)["metadata"]["resourceVersion"]
-        self._future = plane.api.background(self._follow(plane, path, version))
-
-    async def _follow(self, plane: ControlPlane, path: str, version: str) -> None:
-        async for event in plane.api.watch(path, resource_version=version, timeoutSeconds="3600"):
-            if event["type"] != "BOOKMARK":
-                self.events.append((time.monotonic(), event["type"], event["object"]))
-
-    def first_bound(self) -> dict[str, float]:
-        """Pod name → when it was first seen bound."""
-        found: dict[str, float] = {}
-        for moment, _, pod in list(self.events):
-            if pod["spec"].get("nodeName"):
-                found.setdefault(pod["metadata"]["name"], moment)
-        return found
-
-    def stop(self) -> None:
-        self._future.cancel()
-
-
 def pods(plane: ControlPlane, namespace: str, selector: str | None = None) -> list[dict[str, Any]]:
     query = {"labelSelector": selector} if selector else {}
     return plane.api.items(PODS.format(ns=namespace), **query)

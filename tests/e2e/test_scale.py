@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import time
 
+from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import CLIQUE
 from benchmarks.controlplane.workload import Gang, create_gangs
-from tests.e2e.reads import PODS, Watcher, bound, condition, load_average, podgangs, pods, wait_for
+from tests.e2e.reads import bound, condition, load_average, podgangs, pods, wait_for
 
 
 def test_one_gang_of_2400_pods_binds_whole(control_plane: ControlPlane, namespace: str, figure: list[str]) -> None:
     assert control_plane.kubelet is not None
     control_plane.kubelet.quiet.add(namespace)  # 2,400 status writes would only load the API server
     gang = Gang("big", 2400)
-    watcher = Watcher(control_plane, PODS.format(ns=namespace))
+    watcher = BindTimes(control_plane.api, namespace)
     started = time.monotonic()
     create_gangs(control_plane.api, namespace, [gang])
     created = time.monotonic()
     try:
-        wait_for(lambda: len(watcher.first_bound()) == gang.size, timeout=600, every=1.0,
-                 what="2,400 members bound")  # fmt: skip
+        wait_for(lambda: watcher.count() == gang.size, timeout=600, every=1.0, what="2,400 members bound",
+                 show=lambda: f"{watcher.count()} bound; watch errors {watcher.errors[-3:]}")  # fmt: skip
     finally:
         watcher.stop()
     times = sorted(watcher.first_bound().values())

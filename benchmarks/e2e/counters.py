@@ -1,0 +1,33 @@
+"""Counters read from Prometheus text (the extender's ``/metrics``, the API server's), and their change between two
+readings: how many of each thing happened per bound pod. A counter the product adds later shows up by itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+__all__ = ["Counters", "counters", "per_pod"]
+
+Counters = dict[str, float]  # series (name with labels) → value
+
+
+def counters(text: str, *, keep: Callable[[str], bool] = lambda _: True) -> Counters:
+    """Every ``*_total`` and ``*_count`` series of a Prometheus exposition whose name ``keep`` accepts."""
+    found: Counters = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name = series.split("{", 1)[0]
+        if name.endswith(("_total", "_count")) and keep(name):
+            try:
+                found[series] = float(value)
+            except ValueError:
+                continue
+    return found
+
+
+def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, *, at_least: float = 0.0) -> Counters:
+    """Each series' change divided by ``pods``, the series that moved by more than ``at_least`` per pod, largest
+    first."""
+    moved = {s: (v - before.get(s, 0.0)) / max(pods, 1) for s, v in after.items()}
+    return dict(sorted(((s, d) for s, d in moved.items() if d > at_least), key=lambda item: -item[1]))
