@@ -36,7 +36,7 @@ from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e.counters import Counters, counters, per_pod
-from benchmarks.e2e.processes import Sampler, cpu_seconds, thread_cpu, thread_names
+from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
 
 __all__ = ["add_arguments", "run_real"]
 
@@ -146,7 +146,7 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     cpu_at_last = _cpu(_processes(plane, None))
     time.sleep(args.settle_seconds)  # the PodGang status writes and Events that follow the last bind
     extender_cpu = cpu_seconds(serve) - cpu_before["extender"] - phase.extender_idle * args.settle_seconds
-    phase.by_thread = _by_thread(threads_before, thread_cpu(serve), thread_names(serve))
+    phase.by_thread = by_thread(threads_before, thread_cpu(serve), thread_names(serve))
     if sampler is not None:
         sampler.stop()
     phase.bound, phase.seconds = watch.count(), last - ready
@@ -179,14 +179,6 @@ def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> P
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
     scheduler.stop()
     return phase
-
-
-def _by_thread(before: dict[int, float], after: dict[int, float], names: dict[int, str]) -> dict[str, float]:
-    spent: dict[str, float] = {}
-    for tid, seconds in after.items():
-        name = names.get(tid, "threads gone or unnamed")
-        spent[name] = spent.get(name, 0.0) + seconds - before.get(tid, 0.0)
-    return spent
 
 
 @contextmanager
