@@ -68,13 +68,19 @@ def podgang_manifest(gang: Gang, namespace: str, *, min_replicas: int | None = N
             "metadata": {"name": gang.name, "namespace": namespace}, "spec": spec}  # fmt: skip
 
 
-def create_gangs(api: Api, namespace: str, gangs: list[Gang], *, min_replicas: int | None = None) -> None:
-    """Every PodGang first (of gangs whose pods are ``member``), then every pod, concurrently."""
+def create_gangs(
+    api: Api, namespace: str, gangs: list[Gang], *, min_replicas: int | None = None, podgangs: bool = True
+) -> None:
+    """Every PodGang first (of gangs whose pods are ``member``; none with ``podgangs=False``, for pods created again
+    for gangs that exist), then every pod, concurrently."""
     gang_path = f"/apis/scheduler.grove.io/v1alpha1/namespaces/{namespace}/podgangs"
     pod_path = f"/api/v1/namespaces/{namespace}/pods"
 
     def post(path: str, body: dict[str, Any]) -> Any:
         return lambda: api.acall("POST", path, body)
 
-    api.many([post(gang_path, podgang_manifest(g, namespace, min_replicas=min_replicas)) for g in gangs if g.member])
+    if podgangs:
+        api.many(
+            [post(gang_path, podgang_manifest(g, namespace, min_replicas=min_replicas)) for g in gangs if g.member]
+        )
     api.many([post(pod_path, pod_manifest(g, n, namespace)) for g in gangs for n in g.pod_names()])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-__all__ = ["Counters", "counters", "per_pod"]
+__all__ = ["Counters", "counters", "per_pod", "short"]
 
 Counters = dict[str, float]  # series (name with labels) → value
 
@@ -31,3 +31,22 @@ def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, 
     first."""
     moved = {s: (v - before.get(s, 0.0)) / max(pods, 1) for s, v in after.items()}
     return dict(sorted(((s, d) for s, d in moved.items() if d > at_least), key=lambda item: -item[1]))
+
+
+def _labels(series: str) -> dict[str, str]:
+    inside = series.partition("{")[2].rstrip("}")
+    pairs = (part.split("=", 1) for part in inside.split('",') if "=" in part)
+    return {key.strip(): value.strip('"') for key, value in pairs}
+
+
+def short(series: str) -> str:
+    """A series as a reader wants it: the API server's requests as ``POST pods/binding 201 (kube-scheduler)``, its
+    watch events as ``watch pods``, our own without the ``grove_extender_`` prefix."""
+    name, labels = series.split("{", 1)[0], _labels(series)
+    resource = "/".join(part for part in (labels.get("resource"), labels.get("subresource")) if part)
+    if name == "apiserver_request_total":
+        client = labels.get("system_client") or "others"
+        return f"{labels.get('verb')} {resource} {labels.get('code')} ({client})"
+    if name == "apiserver_watch_events_total":
+        return f"watch {resource}"
+    return series.removeprefix("grove_extender_")

@@ -35,7 +35,7 @@ from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
-from benchmarks.e2e.counters import Counters, counters, per_pod
+from benchmarks.e2e.counters import Counters, counters, per_pod, short
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
 
 __all__ = ["add_arguments", "run_real"]
@@ -166,7 +166,7 @@ def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> P
     while plane.api.items(f"/api/v1/namespaces/{NAMESPACE}/pods", limit=1):
         time.sleep(0.5)
     plain = [Gang(g.name, g.size, gpus=g.gpus, cpu=g.cpu, scheduler="default-scheduler") for g in gangs]
-    create_gangs(plane.api, NAMESPACE, plain)  # the PodGangs are there already; kube-scheduler reads none
+    create_gangs(plane.api, NAMESPACE, plain, podgangs=False)  # the PodGangs are still there; kube-scheduler reads none
     api_before = _api_counters(plane)
     cpu_before = _cpu(_processes(plane, None))
     scheduler, ready, last, watch = _drive(
@@ -238,7 +238,7 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
         print("extender counters per bound pod: "
-              + ", ".join(f"{s} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
+              + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
     for phase in phases:
         top = list(phase.api_counters.items())[:12]
-        print(f"API server per bound pod ({phase.mode}): " + ", ".join(f"{s} {v:.2f}" for s, v in top))
+        print(f"API server per bound pod ({phase.mode}): " + ", ".join(f"{short(s)} {v:.2f}" for s, v in top))
