@@ -37,10 +37,6 @@ _numbers = itertools.count(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: needs a real control plane (make e2e; KUBEBUILDER_ASSETS)")
-    config.addinivalue_line(
-        "markers", "forbidden_expected: the test makes a component meet 403s on purpose (RBAC minus a rule)"
-    )
     config.stash[_FIGURES] = []
 
 
