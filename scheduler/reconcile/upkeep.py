@@ -41,8 +41,9 @@ class Upkeep:
         groups: dict[str, KubeObject],
         podcliques: dict[str, KubeObject],
         pods: Mapping[str, list[KubeObject]],
-    ) -> int:
-        """Returns the writes issued."""
+    ) -> tuple[int, float | None]:
+        """Returns the writes issued, and in how many seconds a breached gang is due to be recycled (None: none
+        is waiting), so the loop comes back then rather than at its next resync."""
         writer = StatusWriter(api=self.api, clock=self.clock)
         writes = 0
         for name, clique in podcliques.items():
@@ -64,7 +65,8 @@ class Upkeep:
                 group = {**group, "status": {**(group.get("status") or {}), "conditions": current}}
             groups[name], written = writer.write("PodCliqueScalingGroup", group, wanted)
             writes += written
-        return writes + self._terminate(pcs, desired=desired, groups=groups, podcliques=podcliques, writer=writer)
+        terminated, due = self._terminate(pcs, desired=desired, groups=groups, podcliques=podcliques, writer=writer)
+        return writes + terminated, due
 
     def _terminate(
         self,
@@ -74,7 +76,7 @@ class Upkeep:
         groups: dict[str, KubeObject],
         podcliques: dict[str, KubeObject],
         writer: StatusWriter,
-    ) -> int:
+    ) -> tuple[int, float | None]:
         delay = go_duration_seconds(pcs.spec.template.terminationDelay or "") or 0.0
         expected: dict[int, set[str]] = {}
         for gang in desired.gangs:
@@ -120,4 +122,4 @@ class Upkeep:
                 writes += written
         for group_name, index in decision.group_replicas:
             log.warning("gang termination pcsg=%s/%s replica=%d delay=%ss", namespace, group_name, index, delay)
-        return writes
+        return writes, min(decision.waiting.values(), default=None)
