@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from api.kube import NodeList, Pod
+from api.core import NodeList, Pod
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
@@ -54,7 +54,7 @@ class PodRef(_Wire):
 
     @property
     def key(self) -> str:
-        """``namespace/name``, as ``api.kube.Pod.key``."""
+        """``namespace/name``, as ``api.core.Pod.key``."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @classmethod

@@ -21,10 +21,31 @@ from pydantic import (
 )
 
 __all__ = [
+    "ANNOTATION_MNNVL_GROUP",
+    "ANNOTATION_TOPOLOGY_NAME",
+    "COMPUTE_DOMAIN_API_VERSION",
+    "FINALIZER_COMPUTE_DOMAIN",
+    "FINALIZER_PCSG",
+    "FINALIZER_PODCLIQUE",
     "GANG_GATE",
+    "GROVE_API_PATH",
+    "GROVE_API_VERSION",
     "GROVE_GROUP",
+    "GROVE_VERSION",
+    "LABEL_BASE_PODGANG",
+    "LABEL_PCSG",
+    "LABEL_PCSG_REPLICA_INDEX",
+    "LABEL_PCS_REPLICA_INDEX",
+    "LABEL_PODCLIQUE",
     "LABEL_PODGANG",
+    "LABEL_POD_INDEX",
+    "LABEL_SCHEDULER_NAME",
+    "LABEL_TEMPLATE_HASH",
     "MAX_GROUP_PODS",
+    "MNNVL_CLAIM",
+    "MNNVL_OPT_OUT",
+    "SCHEDULER_API_PATH",
+    "SCHEDULER_API_VERSION",
     "SCHEDULER_GROUP",
     "AutoScalingConfig",
     "ClusterTopologyBinding",
@@ -39,15 +60,47 @@ __all__ = [
     "PodGangSpec",
     "PodGangStatus",
     "PodGroup",
+    "ResourceClaimTemplateConfig",
+    "ResourceSharing",
+    "SharingFilter",
     "TopologyConstraint",
     "TopologyConstraintGroupConfig",
     "TopologyLevel",
 ]
 
-SCHEDULER_GROUP = "scheduler.grove.io"
+# Grove's API groups (PodCliqueSets and their children in one, PodGangs in the other), their one version, and the
+# REST paths they are served under. Defined here once: the watches, the writers, the reconciler and the snapshot
+# lister all address Grove's objects through these.
 GROVE_GROUP = "grove.io"
+SCHEDULER_GROUP = "scheduler.grove.io"
+GROVE_VERSION = "v1alpha1"
+GROVE_API_VERSION = f"{GROVE_GROUP}/{GROVE_VERSION}"
+SCHEDULER_API_VERSION = f"{SCHEDULER_GROUP}/{GROVE_VERSION}"
+GROVE_API_PATH = f"/apis/{GROVE_API_VERSION}"
+SCHEDULER_API_PATH = f"/apis/{SCHEDULER_API_VERSION}"
+
+# Grove's label and annotation keys, as its operator sets them, and the scheduling gate its pods are created with.
 LABEL_PODGANG = "grove.io/podgang"
+LABEL_BASE_PODGANG = "grove.io/base-podgang"
+LABEL_PODCLIQUE = "grove.io/podclique"
+LABEL_PCS_REPLICA_INDEX = "grove.io/podcliqueset-replica-index"
+LABEL_PCSG = "grove.io/podcliquescalinggroup"
+LABEL_PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+LABEL_POD_INDEX = "grove.io/podclique-pod-index"
+LABEL_TEMPLATE_HASH = "grove.io/pod-template-hash"
+LABEL_SCHEDULER_NAME = "grove.io/scheduler-name"
+ANNOTATION_TOPOLOGY_NAME = "grove.io/topology-name"
 GANG_GATE = "grove.io/podgang-pending-creation"
+# MNNVL (GREP-417): the opt-in annotation (a group name, or "none" to opt out of a parent's), the claim a GPU pod
+# gets, and the NVIDIA DRA driver's ComputeDomain the operator makes per PodCliqueSet replica and group.
+ANNOTATION_MNNVL_GROUP = "grove.io/mnnvl-group"
+MNNVL_OPT_OUT = "none"
+MNNVL_CLAIM = "mnnvl-claim"
+COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
+FINALIZER_COMPUTE_DOMAIN = "grove.io/computedomain-finalizer"
+# The finalizers Grove's operator puts on the PodCliques and scaling groups it creates, and removes when they go.
+FINALIZER_PODCLIQUE = "grove.io/podclique.grove.io"
+FINALIZER_PCSG = "grove.io/podcliquescalinggroup.grove.io"
 
 MAX_GROUP_PODS = 10_000
 """The most pods one PodGroup may reference or guarantee. Grove's CRD sets no maximum, but a group beyond this is a
@@ -161,7 +214,7 @@ class PodGangStatus(_Kept):
 
 
 class PodGang(_Kept):
-    apiVersion: str = f"{SCHEDULER_GROUP}/v1alpha1"
+    apiVersion: str = SCHEDULER_API_VERSION
     kind: Literal["PodGang"] = "PodGang"
     metadata: GroveMeta
     spec: PodGangSpec
@@ -213,11 +266,39 @@ class PodCliqueSpec(_Kept):
     autoScalingConfig: AutoScalingConfig | None = None
 
 
+class ResourceClaimTemplateConfig(_Kept):
+    """A PodCliqueSet's named ``resourceClaimTemplates`` entry: a ``resource.k8s.io`` ResourceClaimTemplate's spec
+    (``metadata``, ``spec``), kept as written."""
+
+    name: str = ""
+    templateSpec: dict[str, Any] = Field(default_factory=dict)
+
+
+class SharingFilter(_Kept):
+    """Which children get a shared claim: cliques (by template name) and, at PodCliqueSet level, scaling groups."""
+
+    childCliqueNames: list[str] = Field(default_factory=list)
+    childScalingGroupNames: list[str] = Field(default_factory=list)
+
+
+class ResourceSharing(_Kept):
+    """A ``resourceSharing`` entry: ResourceClaims made from the template ``name`` (the PodCliqueSet's own
+    ``resourceClaimTemplates`` first, else a ResourceClaimTemplate object in ``namespace``, default the
+    PodCliqueSet's), one per owner (``AllReplicas``) or one per owner replica (``PerReplica``). ``filter`` exists at
+    PodCliqueSet and scaling-group level only."""
+
+    name: str = ""
+    namespace: str = ""
+    scope: str = ""
+    filter: SharingFilter | None = None
+
+
 class PodCliqueTemplate(_Kept):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
     spec: PodCliqueSpec
 
 
@@ -229,6 +310,7 @@ class PodCliqueScalingGroupConfig(_Kept):
     scaleConfig: AutoScalingConfig | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     topologyConstraint: TopologyConstraint | None = None
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
 
 
 class PodCliqueSetTemplate(_Kept):
@@ -238,6 +320,8 @@ class PodCliqueSetTemplate(_Kept):
     topologyConstraint: TopologyConstraint | None = None
     terminationDelay: str | None = None
     headlessServiceConfig: dict[str, Any] | None = None
+    resourceClaimTemplates: list[ResourceClaimTemplateConfig] = Field(default_factory=list)
+    resourceSharing: list[ResourceSharing] = Field(default_factory=list)
     podCliqueScalingGroups: list[PodCliqueScalingGroupConfig] = Field(default_factory=list)
 
 
@@ -248,7 +332,7 @@ class PodCliqueSetSpec(_Kept):
 
 
 class PodCliqueSet(_Kept):
-    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    apiVersion: str = GROVE_API_VERSION
     kind: Literal["PodCliqueSet"] = "PodCliqueSet"
     metadata: GroveMeta
     spec: PodCliqueSetSpec
@@ -270,7 +354,7 @@ class ClusterTopologyBindingSpec(_Kept):
 
 
 class ClusterTopologyBinding(_Kept):
-    apiVersion: str = f"{GROVE_GROUP}/v1alpha1"
+    apiVersion: str = GROVE_API_VERSION
     kind: Literal["ClusterTopologyBinding"] = "ClusterTopologyBinding"
     metadata: GroveMeta
     spec: ClusterTopologyBindingSpec

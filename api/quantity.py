@@ -45,16 +45,17 @@ _MILLI_RESOURCES = frozenset({"cpu"})
 
 INT64_MAX = 2**63 - 1
 
-# Sane maxima in the units ``resource_units`` returns, each orders of magnitude above any real machine yet small
-# enough that sums over a 10,000-node cluster (domain bounds, CP-SAT capacity rows) stay inside 64 bits.
+# Sane maxima, written as a person writes a quantity (and said so in the error), each orders of magnitude above any
+# real machine yet small enough that sums over a 10,000-node cluster (domain bounds, CP-SAT capacity rows) stay
+# inside 64 bits.
 _MAXIMA = {
-    "cpu": 10**9,  # millicores: a million cores (the largest machines have about 2,000)
-    "memory": 2**48,  # 256 TiB (the largest single machines have 32 TiB)
-    "pods": 10**6,  # kubelet's max-pods defaults to 110
+    "cpu": "1000000",  # a million cores (the largest machines have about 2,000)
+    "memory": "256Ti",  # the largest single machines have 32 TiB
+    "pods": "1000000",  # kubelet's max-pods defaults to 110
     # 8–16 devices per node; time-slicing or MPS advertises up to 48 replicas of each.
-    "nvidia.com/gpu": 4096,
+    "nvidia.com/gpu": "4096",
 }
-_DEFAULT_MAXIMUM = 2**49  # ephemeral-storage, hugepages-*, extended resources: 512 Ti of whatever they count
+_DEFAULT_MAXIMUM = "512Ti"  # ephemeral-storage, hugepages-*, extended resources: 512 Ti of whatever they count
 
 
 class QuantityError(ValueError):
@@ -118,9 +119,10 @@ def _units_of_text(milli: bool, value: str) -> int:
     return math.ceil(quantity * 1000 if milli else quantity)
 
 
+@lru_cache(maxsize=256)
 def maximum_units(resource: str) -> int:
     """The largest amount of ``resource`` (in ``resource_units``) a request or a node may carry."""
-    return _MAXIMA.get(resource, _DEFAULT_MAXIMUM)
+    return resource_units(resource, _MAXIMA.get(resource, _DEFAULT_MAXIMUM))
 
 
 def check_units(resource: str, value: str | int | float) -> int:
@@ -130,8 +132,7 @@ def check_units(resource: str, value: str | int | float) -> int:
         raise QuantityError(f"{value!r} is negative; requests and capacities are never below 0")
     if units > INT64_MAX:
         raise QuantityError(f"{value!r} is beyond a 64-bit integer, Kubernetes' own limit for a quantity")
-    limit = maximum_units(resource)
-    if units > limit:
-        unit = "millicores" if resource in _MILLI_RESOURCES else "units"
-        raise QuantityError(f"{value!r} is above the sane maximum for {resource} ({limit} {unit})")
+    if units > maximum_units(resource):
+        maximum = _MAXIMA.get(resource, _DEFAULT_MAXIMUM)
+        raise QuantityError(f"{value!r} is above the sane maximum for {resource} ({maximum} {resource})")
     return units

@@ -1,18 +1,14 @@
 """Serving the apps: one process, one event loop, one uvicorn server per listener (verbs, probes, debug).
 
-Each listener has its own port and, optionally, TLS: a certificate and key, and a client CA. With a client CA, the
-handshake requires a client certificate that CA signed (mTLS), so only kube-scheduler, holding such a certificate,
-reaches the verbs. Every port is bound before any is served, so a port in use or an unreadable certificate is one
-clear error at start-up, not a half-started process.
+Each listener has its own address, port and, optionally, TLS (``api.tls``: a certificate and key, and a client CA
+whose certificates, carrying an accepted name, are required). Every port is bound before any is served, so a port in
+use or an unreadable certificate is one clear error at start-up, not a half-started process.
 
-Certificates are re-read when their files change (checked every ``tls_reload_seconds``): a Secret volume that
-cert-manager renews swaps the files under a running process, and a new handshake then gets the new certificate. A
-new client CA is added to the trusted ones (OpenSSL cannot drop one): a rotated-out CA stays trusted until restart.
-
-Slow clients are bounded: a request's headers and body must arrive whole within ``request_timeout`` of its first
-byte (of the connection, for the first request), its headers may not exceed ``MAX_HEADER_BYTES``, and an idle
-keep-alive connection is closed after ``keep_alive``. uvicorn bounds only the last of these by itself: half-sent
-headers or bodies would otherwise hold a connection open forever.
+Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.tls``), a request's headers and
+body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request), its
+headers may not exceed ``MAX_HEADER_BYTES``, and an idle keep-alive connection is closed after ``keep_alive``.
+uvicorn bounds only the last of these by itself: half-sent headers or bodies would otherwise hold a connection open
+forever.
 """
 
 from __future__ import annotations
@@ -20,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import socket
-import ssl
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,10 +25,13 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
+from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "TlsFiles", "serve_listeners"]
+from api.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
+
+__all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "serve_listeners"]
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +44,12 @@ class ServeError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class TlsFiles:
-    """PEM files: the server's certificate and key, and the CA whose client certificates are required (mTLS)."""
-
-    cert: str
-    key: str
-    client_ca: str | None = None
-
-
-@dataclass(frozen=True)
 class Listener:
     name: str  # for logs and errors: "extender", "probes", "debug"
     app: ASGIApp
     host: str
     port: int
-    tls: TlsFiles | None = None
+    tls: TlsConfig | None = None
 
     @property
     def url(self) -> str:
@@ -137,46 +125,17 @@ class _DeadlineProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-class _TlsReloader:
-    """Re-reads one listener's certificate, key and client CA into its live ``SSLContext`` when the files change."""
-
-    def __init__(self, listener: Listener, context: ssl.SSLContext) -> None:
-        assert listener.tls is not None
-        self._name = listener.name
-        self._files = listener.tls
-        self._context = context
-        self._seen = self._stamp()
-
-    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
-        paths = [self._files.cert, self._files.key, *([self._files.client_ca] if self._files.client_ca else [])]
-        stamps = []
-        for path in paths:
-            try:
-                info = os.stat(path)  # follows the symlinks a Secret volume swaps on update
-            except OSError:
-                stamps.append((0, 0, 0))
-            else:
-                stamps.append((info.st_ino, info.st_mtime_ns, info.st_size))
-        return tuple(stamps)
-
-    def check(self) -> None:
-        stamp = self._stamp()
-        if stamp == self._seen:
-            return
-        try:
-            self._context.load_cert_chain(self._files.cert, self._files.key)
-            if self._files.client_ca:
-                self._context.load_verify_locations(self._files.client_ca)
-        except (OSError, ssl.SSLError) as err:
-            # Half-written files (a key that does not match its new certificate yet): keep serving, try again.
-            log.warning("could not reload TLS files listener=%s error=%s; keeping the previous ones", self._name, err)
-            return
-        self._seen = stamp
-        log.info("reloaded TLS files listener=%s cert=%s", self._name, self._files.cert)
-
-
 def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
     return type("DeadlineProtocol", (_DeadlineProtocol,), {"request_timeout": request_timeout})
+
+
+def _gated(http: type[HttpToolsProtocol], gate: HandshakeGate) -> type[asyncio.Protocol]:
+    """A protocol class for uvicorn that puts each connection through ``gate`` before ``http`` sees it."""
+
+    def make(**kwargs: Any) -> asyncio.Protocol:  # uvicorn's keywords: config, server_state, app_state, _loop
+        return gate.connection(http(**kwargs))
+
+    return make  # type: ignore[return-value]  # uvicorn calls it like the class it expects
 
 
 class _Server(uvicorn.Server):
@@ -186,9 +145,21 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         yield
 
+    def _log_started_message(self, listeners: Sequence[socket.SocketType]) -> None:
+        """Silent: ``serve_listeners`` logs each listener itself (uvicorn would call a TLS listener http://)."""
 
-def _config(listener: Listener, *, log_level: str, timeouts: Timeouts) -> uvicorn.Config:
-    tls = listener.tls
+
+def _config(
+    listener: Listener, *, log_level: str, timeouts: Timeouts, registry: CollectorRegistry
+) -> tuple[uvicorn.Config, HandshakeGate | None]:
+    http = _protocol(timeouts.request)
+    gate = None
+    if listener.tls is not None:
+        try:
+            context = server_context(listener.tls)
+        except TlsError as err:
+            raise ServeError(f"{listener.name} listener: cannot load its TLS files: {err}") from None
+        gate = HandshakeGate(listener=listener.name, config=listener.tls, context=context, registry=registry)
     config = uvicorn.Config(
         listener.app,
         host=listener.host,
@@ -197,19 +168,12 @@ def _config(listener: Listener, *, log_level: str, timeouts: Timeouts) -> uvicor
         log_config=None,  # uvicorn's few lines go through the process's own logging format
         lifespan="off",  # the apps have no start-up or shut-down hooks
         access_log=False,
-        http=_protocol(timeouts.request),
+        http=_gated(http, gate) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
         timeout_keep_alive=int(timeouts.keep_alive),
         timeout_graceful_shutdown=int(timeouts.graceful_shutdown),
-        ssl_certfile=tls.cert if tls else None,
-        ssl_keyfile=tls.key if tls else None,
-        ssl_ca_certs=tls.client_ca if tls else None,
-        ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca else ssl.CERT_NONE,
     )
-    try:
-        config.load()  # reads the certificates now, so a bad file is a start-up error naming it
-    except (OSError, ssl.SSLError) as err:
-        raise ServeError(f"{listener.name} listener: cannot load its TLS files: {err}") from None
-    return config
+    config.load()
+    return config, gate
 
 
 def _bind(listener: Listener) -> socket.socket:
@@ -226,13 +190,17 @@ def serve_listeners(
     log_level: str,
     timeouts: Timeouts | None = None,
     tls_reload_seconds: float = 60.0,
+    registry: CollectorRegistry | None = None,
 ) -> None:
     """Serve every listener until SIGINT or SIGTERM, then shut them all down gracefully.
 
     Raises ``ServeError`` before serving anything if a port cannot be bound or a certificate cannot be read.
+    ``registry`` receives the TLS listeners' metrics (a fresh one by default, never the process-global one).
     """
     timeouts = timeouts or Timeouts()
-    configs = [_config(listener, log_level=log_level, timeouts=timeouts) for listener in listeners]
+    registry = registry if registry is not None else CollectorRegistry()
+    built = [_config(listener, log_level=log_level, timeouts=timeouts, registry=registry) for listener in listeners]
+    configs = [config for config, _ in built]
     sockets: list[socket.socket] = []
     try:
         for listener in listeners:
@@ -243,13 +211,21 @@ def serve_listeners(
         raise
     servers = [_Server(config) for config in configs]
     reloaders = [
-        _TlsReloader(listener, config.ssl)
-        for listener, config in zip(listeners, configs, strict=True)
-        if listener.tls and config.ssl is not None
+        TlsReloader(listener.name, listener.tls, gate.context)
+        for listener, (_, gate) in zip(listeners, built, strict=True)
+        if listener.tls is not None and gate is not None
     ]
     for listener in listeners:
-        client_certs = "required" if listener.tls and listener.tls.client_ca else "none"
-        log.info("listening listener=%s url=%s client_certificates=%s", listener.name, listener.url, client_certs)
+        tls = listener.tls
+        log.info(
+            "listening listener=%s url=%s client_certificates=%s%s",
+            listener.name,
+            listener.url,
+            "required" if tls and tls.client_ca else "none",
+            f" client_sans={','.join(tls.client_sans) or '*'} handshake_timeout={tls.handshake_timeout:g}s"
+            if tls
+            else "",
+        )
 
     def stop(signum: int, frame: FrameType | None) -> None:
         for server in servers:

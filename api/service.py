@@ -1,4 +1,4 @@
-"""The interface the HTTP app routes to. ``scheduler.coordinator`` implements it; ``api`` never imports it."""
+"""The interface the HTTP app routes to. ``scheduler.extender.coordinator`` implements it; ``api`` never imports it."""
 
 from __future__ import annotations
 

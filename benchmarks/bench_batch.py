@@ -27,13 +27,13 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from api.core import GPU
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve
 from placement.batch import plan_batch
 from placement.shapes import shapes_of
 from placement.validation import batch_violations
 from topology import HostSpec, Topology
 
-GPU = "nvidia.com/gpu"
 CLIQUE = "nvidia.com/gpu.clique"
 LEAF = "network.topology.nvidia.com/leaf"
 ZONE = "topology.kubernetes.io/zone"
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=0.2, help="seconds for the whole batch decision")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--full", default="0.25,0.58", help="shares of wholly used nodes, one run each (0.58: 2% free nodes left)"
+        "--full", default="0.25,0.58", help="shares of wholly used nodes, one run each (0.58: 2%% free nodes left)"
     )
     args = parser.parse_args(argv)
     for full in (float(f) for f in args.full.split(",")):

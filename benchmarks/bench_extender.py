@@ -13,7 +13,7 @@ issuer; connections kept alive, so a handshake is paid once per connection, as k
     .venv/bin/python -m benchmarks.bench_extender [--nodes 1000] [--gangs 100] [--pods-per-gang 8] [--mtls]
     .venv/bin/python -m benchmarks.bench_extender --gang-size 2400     # one gang of 2,400 one-GPU pods
 
-Targets (DESIGN.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second. ``--gang-size``
+Targets (ARCHITECTURE.md): filter p99 ≤ 5 ms for a planned pod; ≥ 500 gang pods bound per second. ``--gang-size``
 reports the time until the one large gang is bound whole: kube-scheduler offers its members one at a time, so it
 can be no shorter than (members) / (filter round trips per second).
 """
@@ -37,12 +37,13 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from api.core import GPU
+from api.grove import LABEL_PODCLIQUE, LABEL_PODGANG, SCHEDULER_API_VERSION
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import free_port
 from scheduler.cli.certs import issue
 from scheduler.snapshot import dump_snapshot
 
-GPU = "nvidia.com/gpu"
 CLIQUE = "nvidia.com/gpu.clique"
 
 
@@ -74,7 +75,7 @@ def make_cluster(
         names = [f"{gang}-w{k}" for k in range(pods_per_gang)]
         items.append(
             {
-                "apiVersion": "scheduler.grove.io/v1alpha1",
+                "apiVersion": SCHEDULER_API_VERSION,
                 "kind": "PodGang",
                 "metadata": {"name": gang, "namespace": "default"},
                 "spec": {
@@ -103,8 +104,8 @@ def _pod(name: str, gang: str, gpus: int) -> dict[str, Any]:
             "namespace": "default",
             "uid": f"uid-{name}",
             "labels": {
-                "grove.io/podgang": gang,
-                "grove.io/podclique": f"{gang}-worker",
+                LABEL_PODGANG: gang,
+                LABEL_PODCLIQUE: f"{gang}-worker",
                 "app.kubernetes.io/part-of": gang,
                 "app.kubernetes.io/managed-by": "grove-operator",
             },
@@ -218,7 +219,7 @@ async def _drive(
     calls = {"filter": 0, "bind": 0, "bind_error": 0}
     # Encoded up front: kube-scheduler's encoding is not what we measure.
     bodies = [json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode() for pod in pods]
-    gang_of = [pod["metadata"]["labels"]["grove.io/podgang"] for pod in pods]
+    gang_of = [pod["metadata"]["labels"][LABEL_PODGANG] for pod in pods]
     filters = await _Connection.open(port, tls)  # kube-scheduler's filter path is sequential: one connection
     watch = await _Connection.open(debug_port)  # /debug/gangs and /metrics live on the debug port only
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection

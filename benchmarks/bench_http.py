@@ -33,6 +33,7 @@ import msgspec
 from pydantic import BaseModel, ConfigDict
 
 from api.app import create_app
+from api.core import Pod
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -42,7 +43,6 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriority,
 )
-from api.kube import Pod
 from api.server import Listener, serve_listeners
 from benchmarks.e2e import objects
 from benchmarks.e2e.loopback import Connection

@@ -28,10 +28,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from api.core import GPU
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status, solve, violations
 from topology import HostSpec, Topology
 
-GPU = "nvidia.com/gpu"
 CLIQUE = "nvidia.com/gpu.clique"
 BLOCK = "network.topology.nvidia.com/block"
 ZONE = "topology.kubernetes.io/zone"

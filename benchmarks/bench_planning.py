@@ -26,12 +26,12 @@ from typing import Any
 from benchmarks.bench_extender import make_cluster
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions
-from scheduler.cluster_view import build_topology
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import Coordinator
-from scheduler.coordinator.members import GangRef
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import Coordinator
+from scheduler.extender.coordinator.members import GangRef
+from scheduler.extender.state import ClusterStore, load_snapshot_into
+from scheduler.extender.translation.cluster_view import build_topology
 from scheduler.snapshot import parse_snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
 
 
 class _Recording:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "deploy" / "examples" / "multinode-disaggregated.yaml"
 

@@ -28,10 +28,10 @@ from typing import Any
 
 from rich.progress import track
 
-from scheduler.cluster_view import build_topology, choose_levels, free_capacity
+from api.core import GPU
+from scheduler.extender.translation.cluster_view import build_topology, choose_levels, free_capacity
 from scheduler.snapshot import Snapshot, dump_snapshot, load_snapshot
 
-GPU = "nvidia.com/gpu"
 NET = "network.topology.nvidia.com"
 
 

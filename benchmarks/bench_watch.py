@@ -23,7 +23,6 @@ import gc
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,27 +33,17 @@ from kubernetes.client import ApiClient
 from benchmarks.e2e import objects
 from benchmarks.e2e.processes import rss_bytes
 from placement import solve
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import Coordinator
-from scheduler.kube import watch
-from scheduler.state import ClusterStore
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import Coordinator
+from scheduler.extender.state import ClusterStore
+from scheduler.kube.mirror import Kind, mirror_informer
 
 PAGE = 500
 
 
-def _watcher(kind: str, store: ClusterStore) -> Any:
-    """The watch thread's decoder for ``kind``, feeding ``store`` (no connection is ever made)."""
-    watched = next(w for w in watch._WATCHED if w.kind == kind)
-    latch = watch._SyncLatch(store, set())
-    return watch._Watcher(
-        watched=watched,
-        api_client=ApiClient(),
-        store=store,
-        stop=threading.Event(),
-        latch=latch,
-        watch_timeout=300,
-        backoff=watch.Backoff(),
-    )
+def _watcher(kind: Kind, store: ClusterStore) -> Any:
+    """The mirror's informer for ``kind``, feeding ``store`` (no connection is ever made)."""
+    return mirror_informer(kind, client=ApiClient(), store=store)
 
 
 def _store() -> ClusterStore:

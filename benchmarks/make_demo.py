@@ -23,7 +23,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from scheduler.snapshot import dump_snapshot
+from api.core import GPU
+from api.grove import (
+    GROVE_API_VERSION,
+    LABEL_PCS_REPLICA_INDEX,
+    LABEL_PCSG,
+    LABEL_PCSG_REPLICA_INDEX,
+    LABEL_POD_INDEX,
+    LABEL_PODCLIQUE,
+    LABEL_PODGANG,
+    LABEL_SCHEDULER_NAME,
+    LABEL_TEMPLATE_HASH,
+    SCHEDULER_API_VERSION,
+)
+from scheduler.snapshot import DURATION_ANNOTATION, dump_snapshot
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "snapshots" / "demo.json"
 SEED = 20261125
@@ -31,8 +44,6 @@ EPOCH = datetime(2026, 11, 25, 20, 0, 0, tzinfo=UTC)
 
 NET = "network.topology.nvidia.com"
 CLIQUE = "nvidia.com/gpu.clique"
-GPU = "nvidia.com/gpu"
-DURATION = "grove-extender/duration-seconds"
 
 
 class Demo:
@@ -197,14 +208,14 @@ class GroveGang:
             "app.kubernetes.io/part-of": self.pcs,
             "app.kubernetes.io/name": fqn,
             "app.kubernetes.io/component": "pcsg-podclique" if pcsg else "pcs-podclique",
-            "grove.io/podcliqueset-replica-index": str(self.replica),
-            "grove.io/podgang": self.name,
-            "grove.io/podclique": fqn,
-            "grove.io/pod-template-hash": self.template_hash,
+            LABEL_PCS_REPLICA_INDEX: str(self.replica),
+            LABEL_PODGANG: self.name,
+            LABEL_PODCLIQUE: fqn,
+            LABEL_TEMPLATE_HASH: self.template_hash,
         }
         if pcsg:
-            labels["grove.io/podcliquescalinggroup"] = f"{self.name}-{pcsg[0]}"
-            labels["grove.io/podcliquescalinggroup-replica-index"] = str(pcsg[1])
+            labels[LABEL_PCSG] = f"{self.name}-{pcsg[0]}"
+            labels[LABEL_PCSG_REPLICA_INDEX] = str(pcsg[1])
         names = []
         for index in range(replicas):
             pod_name = f"{fqn}-{self.demo.suffix()}"
@@ -214,7 +225,7 @@ class GroveGang:
                 gpus=gpus,
                 cpu=cpu,
                 memory=memory,
-                labels={**labels, "grove.io/podclique-pod-index": str(index)},
+                labels={**labels, LABEL_POD_INDEX: str(index)},
                 created=self.created + 0.5,
                 node=nodes[index] if nodes else None,
                 extra_spec={"hostname": f"{fqn}-{index}", "subdomain": self.name},
@@ -264,7 +275,7 @@ class GroveGang:
             )
         self.demo.items.append(
             {
-                "apiVersion": "scheduler.grove.io/v1alpha1",
+                "apiVersion": SCHEDULER_API_VERSION,
                 "kind": "PodGang",
                 "metadata": {
                     "name": self.name,
@@ -275,12 +286,12 @@ class GroveGang:
                         "app.kubernetes.io/managed-by": "grove-operator",
                         "app.kubernetes.io/part-of": self.pcs,
                         "app.kubernetes.io/component": "podgang",
-                        "grove.io/scheduler-name": "grove",
+                        LABEL_SCHEDULER_NAME: "grove",
                     },
-                    "annotations": {DURATION: str(self.duration)},
+                    "annotations": {DURATION_ANNOTATION: str(self.duration)},
                     "ownerReferences": [
                         {
-                            "apiVersion": "grove.io/v1alpha1",
+                            "apiVersion": GROVE_API_VERSION,
                             "kind": "PodCliqueSet",
                             "name": self.pcs,
                             "uid": self.demo.uid(),

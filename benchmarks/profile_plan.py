@@ -24,7 +24,7 @@ from pathlib import Path
 from benchmarks.bench_extender import make_cluster
 from placement import SolveOptions
 from scheduler.cli.plan import plan_snapshot
-from scheduler.cluster_view import snapshot_view
+from scheduler.extender.translation.cluster_view import snapshot_view
 from scheduler.snapshot import dump_snapshot, load_snapshot
 
 

@@ -9,6 +9,7 @@ topology-greedy's, and both policies' fragmentation, FGD's measure and ours.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -72,5 +73,8 @@ def _ratio(ours: float, theirs: float) -> float:
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    sys.stdout.write(fill_summary(arguments[1:]) if arguments[:1] == ["--fill"] else summary(arguments))
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.summary", description="the issue targets per result")
+    parser.add_argument("--fill", action="store_true", help="the results are bench --fill results")
+    parser.add_argument("results", nargs="+", metavar="RESULT.json")
+    args = parser.parse_args()
+    sys.stdout.write(fill_summary(args.results) if args.fill else summary(args.results))

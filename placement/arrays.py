@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -18,10 +18,7 @@ from placement.request import ClusterView
 from topology.graph import UNKNOWN
 from topology.levels import HOSTNAME_KEY
 
-if TYPE_CHECKING:
-    from placement.problem import Problem
-
-__all__ = ["HostArrays", "Ints", "NodeArrays", "label_value"]
+__all__ = ["Candidates", "HostArrays", "Ints", "NodeArrays", "label_value"]
 
 
 def label_value(labels: Mapping[str, str], *, key: str, node: str) -> str | None:
@@ -132,9 +129,49 @@ class HostArrays:
         return self._levels[level]
 
 
+class _CandidateGroup(Protocol):
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def cap(self) -> Mapping[str, int]: ...
+
+
+class Candidates(Protocol):
+    """What ``NodeArrays`` reads of the problem whose candidate nodes it indexes. ``placement.problem.Problem``
+    provides it; naming it here keeps the arrays below the problem that builds them."""
+
+    @property
+    def hosts(self) -> HostArrays: ...
+
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+
+    @property
+    def groups(self) -> Sequence[_CandidateGroup]: ...
+
+    @property
+    def host_cap(self) -> Sequence[Ints]: ...
+
+    @property
+    def host_fresh(self) -> npt.NDArray[np.bool_]: ...
+
+    @property
+    def resources(self) -> tuple[str, ...]: ...
+
+    @property
+    def span_levels(self) -> tuple[str, ...]: ...
+
+    @property
+    def fresh_level(self) -> str | None: ...
+
+    @property
+    def fresh_domains(self) -> frozenset[str]: ...
+
+
 @dataclass
 class NodeArrays:
-    problem: Problem
+    problem: Candidates
     host_index: Ints = field(init=False)  # per candidate: its position among every host of the view
     cap: list[Ints] = field(init=False)  # per group: pods of it a node holds alone (0 if not a candidate)
     free: dict[str, Ints] = field(init=False)  # per resource: free units
@@ -158,7 +195,7 @@ class NodeArrays:
             ids, names = hosts.level(level)
             self.level_ids[level], self.level_names[level] = ids[idx], names
 
-    def subset(self, problem: Problem, parent_nodes: Sequence[str]) -> NodeArrays:
+    def subset(self, problem: Candidates, parent_nodes: Sequence[str]) -> NodeArrays:
         """The arrays of ``problem`` (a restriction of this one's) by slicing, not rebuilding: domain numbers
         stay the parent's, so names still resolve through ``level_names``."""
         position = {n: i for i, n in enumerate(parent_nodes)}

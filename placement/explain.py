@@ -1,5 +1,6 @@
 """Reasons a person can act on when a gang cannot be placed: which constraint, which domain came closest, by
-how much. Checked from capacity sums, broadest cause first, so the message names the real bottleneck."""
+how much. Checked from capacity sums, broadest cause first, so the message names the real bottleneck; amounts are
+written as Kubernetes writes them (``placement.amounts``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placement.amounts import amount, quantity
 from placement.problem import Problem, Scope
 from placement.prune import holding_domains
 
@@ -16,13 +18,32 @@ __all__ = ["explain_infeasible", "relaxation_reason"]
 
 @dataclass(frozen=True)
 class _Shortfall:
-    what: str  # e.g. "16 nvidia.com/gpu" or "8 pods of group workers"
+    resource: str | None  # None: pods of a group (``group``)
     have: int
     need: int
+    group: str = ""
 
     @property
     def relative(self) -> float:
         return (self.need - self.have) / self.need
+
+    def of(self, units: int) -> str:
+        """``units`` of what falls short, as a person reads it (``16 nvidia.com/gpu``, ``1500m cpu``, ``8``)."""
+        return amount(self.resource, units) if self.resource else str(units)
+
+    @property
+    def what(self) -> str:
+        return self.of(self.need) if self.resource else f"{_pods(self.need)} of group {self.group}"
+
+    @property
+    def missing(self) -> str:
+        """How much is short, the unit said once already: ``4``, ``1500m``, ``2Gi``."""
+        short = self.need - self.have
+        return quantity(self.resource, short) if self.resource else str(short)
+
+
+def _pods(count: int) -> str:
+    return f"{count} pod" if count == 1 else f"{count} pods"
 
 
 def _shortfalls(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -> list[_Shortfall]:
@@ -32,11 +53,11 @@ def _shortfalls(problem: Problem, nodes: Sequence[str], groups: Sequence[int]) -
         need = sum(g.min * g.demand.get(resource, 0) for g in chosen)
         have = sum(problem.free(n, resource) for n in nodes if any(n in g.cap for g in chosen))
         if need > have:
-            found.append(_Shortfall(f"{need} {resource}", have, need))
+            found.append(_Shortfall(resource, have, need))
     for group in chosen:
         have = sum(group.cap.get(n, 0) for n in nodes)
         if group.min > have:
-            found.append(_Shortfall(f"{group.min} pods of group {group.name}", have, group.min))
+            found.append(_Shortfall(None, have, group.min, group=group.name))
     return found
 
 
@@ -52,7 +73,7 @@ def _whole_shortfalls(problem: Problem) -> list[_Shortfall]:
         need = sum(g.min * g.demand.get(resource, 0) for g in problem.groups)
         have = int(arrays.free[resource][hosts].sum())
         if need > have:
-            found.append(_Shortfall(f"{need} {resource}", have, need))
+            found.append(_Shortfall(resource, have, need))
     return found
 
 
@@ -66,7 +87,7 @@ def relaxation_reason(problem: Problem) -> str | None:
     if whole:
         worst = max(whole, key=lambda s: s.relative)
         return (
-            f"needs {worst.what} on eligible nodes; the cluster has {worst.have} free ({worst.need - worst.have} short)"
+            f"needs {worst.what} on eligible nodes; the cluster has {worst.of(worst.have)} free ({worst.missing} short)"
         )
     for scope in problem.required:
         reason = _scope_reason(problem, scope)
@@ -93,11 +114,12 @@ def _group_reason(problem: Problem, index: int, have: int) -> str:
     group = problem.groups[index]
     spec = problem.request.groups[index]
     eligible = len(problem.topology.hosts) if spec.eligible is None else len(spec.eligible)
-    demand = ", ".join(f"{u} {r}" for r, u in sorted(group.demand.items())) or "nothing"
+    # One pod slot per pod goes without saying.
+    demand = ", ".join(amount(r, u) for r, u in sorted(group.demand.items()) if (r, u) != ("pods", 1)) or "nothing"
     keys = [s.key for s in problem.required if index in s.groups]
     labelled = f" carrying label {', '.join(keys)}" if keys else ""
     return (
-        f"group {group.name} needs {group.min} pods of {demand} each; only {have} fit on the "
+        f"group {group.name} needs {_pods(group.min)} of {demand} each; only {have} fit on the "
         f"{eligible} eligible nodes{labelled} ({len(group.cap)} have room for one)"
     )
 
@@ -132,5 +154,5 @@ def _scope_reason(problem: Problem, scope: Scope) -> str | None:
     value = problem.key_value(nodes[0], scope.key)
     return (
         f"needs {shortfall.what} in one {scope.key} (required pack of {scope.describe(problem)}); "
-        f"the closest domain, {value}, has {shortfall.have} ({shortfall.need - shortfall.have} short)"
+        f"the closest domain, {value}, has {shortfall.of(shortfall.have)} ({shortfall.missing} short)"
     )

@@ -1,6 +1,6 @@
 """The placement objective: the tier families in priority order, and the tuple they form on a plan.
 
-A plan is judged by a tuple of tiers, compared lexicographically (smaller is better), in DESIGN.md's order:
+A plan is judged by a tuple of tiers, compared lexicographically (smaller is better), in ARCHITECTURE.md's order:
 
 1. ``preferred`` — for each ``preferred`` pack scope, domains of its key the scope's pods touch beyond one;
 2. ``span:<level>`` — domains touched at each level below the host, narrowest first (NVLink before block

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from placement.amounts import amount, quantity
 from placement.problem import label_value
 from placement.request import ClusterView, GangRequest, Result, Status
 
@@ -47,7 +48,7 @@ def violations(
         for resource, units in group.demand.items():
             load[resource] += units
     for node, resource, units, free in _overloaded(view, used):
-        found.append(f"node {node} over capacity: {units} {resource} placed, {free} free")
+        found.append(f"node {node} over capacity: {amount(resource, units)} placed, {quantity(resource, free)} free")
     placed = Counter(group_of[p].name for p in result.assignment if p in group_of)
     if result.status == Status.PLACED:
         for group in request.groups:
@@ -107,20 +108,23 @@ def batch_violations(
             continue
         demand = {pod: group.demand for group in by_key[key].groups for pod in group.pods}
         for pod, node in result.assignment.items():
-            units = load.setdefault(node, Counter())
-            for resource, amount in demand.get(pod, {}).items():
-                units[resource] += amount
-    for node, resource, amount, free in _overloaded(view, load):
-        found.append(f"node {node} over capacity with the batch together: {amount} {resource}, {free} free")
+            on_node = load.setdefault(node, Counter())
+            for resource, units in demand.get(pod, {}).items():
+                on_node[resource] += units
+    for node, resource, units, free in _overloaded(view, load):
+        found.append(
+            f"node {node} over capacity with the batch together: {amount(resource, units)}, "
+            f"{quantity(resource, free)} free"
+        )
     return found
 
 
 def _overloaded(view: ClusterView, load: Mapping[str, Counter[str]]) -> list[tuple[str, str, int, int]]:
     """(node, resource, units placed, units free) wherever ``load`` exceeds the view's free units."""
     found = []
-    for node, units in load.items():
-        for resource, amount in units.items():
+    for node, on_node in load.items():
+        for resource, units in on_node.items():
             free = view.free.get(node, {}).get(resource, 0)
-            if amount > free:
-                found.append((node, resource, amount, free))
+            if units > free:
+                found.append((node, resource, units, free))
     return found

@@ -64,9 +64,10 @@ def _nested(depth: int) -> Any:
 
 
 def _bomb(members: int) -> bytes:
-    # Concatenated gzip members decompress to the concatenation: 16 MiB of zeros each, ~16 KB on disk each.
+    # Concatenated gzip members decompress to the concatenation: 16 MiB of spaces each (text, so only the limit
+    # stops it; zeros stop at the first NUL byte), ~16 KB on disk each.
     member = zlib.compressobj(9, zlib.DEFLATED, 31)
-    one = member.compress(b"\0" * (16 << 20)) + member.flush()
+    one = member.compress(b" " * (16 << 20)) + member.flush()
     return one * members
 
 
@@ -80,8 +81,8 @@ def write_corpus(directory: Path) -> dict[str, tuple[str, ...]]:
         "deep.yaml": (b"kind: List\nitems:\n- " + b"[" * 5_000 + b"]" * 5_000 + b"\n", ("nested too deeply",)),
         "deep-podgang.json": (_listed(deep_gang), ("items[0] (PodGang default/g)", "spec.extension", "64 levels")),
         "bomb.json.gz": (_bomb(20), ("decompresses to more than", "GROVE_EXTENDER_MAX_SNAPSHOT_BYTES")),
-        "truncated.json.gz": (gzip.compress(_listed(_node()))[:40], ("not gzip, JSON or YAML",)),
-        "gzip-garbage.gz": (b"\x1f\x8b" + bytes(range(256)) * 4, ("not gzip, JSON or YAML",)),
+        "truncated.json.gz": (gzip.compress(_listed(_node()))[:40], ("not valid gzip",)),
+        "gzip-garbage.gz": (b"\x1f\x8b" + bytes(range(256)) * 4, ("not valid gzip",)),
         "not-utf8.json": (b'{"kind": "List", "items": ["\xff\xfe\xfa"]}', ("not gzip, JSON or YAML", "utf-8")),
         "billion-laughs.yaml": (  # nine levels of nine: 9^9 ≈ 387 million nodes from under 300 bytes
             b"kind: List\na: &a [x, x, x, x, x, x, x, x, x]\n"
@@ -155,7 +156,7 @@ def write_corpus(directory: Path) -> dict[str, tuple[str, ...]]:
         (directory / name).write_bytes(content)
         expected[name] = needles
     (directory / "a-directory.json").mkdir()
-    expected["a-directory.json"] = ("Is a directory",)
+    expected["a-directory.json"] = ("is a directory",)
     return expected
 
 

@@ -15,8 +15,8 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
+from api.core import Node, Pod
 from api.grove import GANG_GATE, LABEL_PODGANG, ClusterTopologyBinding, PodGang
-from api.kube import Node, Pod
 
 __all__ = [
     "NodeBuilder",
@@ -120,6 +120,14 @@ class PodBuilder:
     def limit(self, resource: str, quantity: str | int) -> Self:
         """A limit on the main container (with no request, the API server would default the request to it)."""
         self._main.setdefault("limits", {})[resource] = str(quantity)
+        return self
+
+    def claim(self, name: str, *, template: str | None = None) -> Self:
+        """A DRA claim in the pod (an existing ResourceClaim ``name``, or one made from ``template``), used by the
+        main container."""
+        source = {"resourceClaimTemplateName": template} if template else {"resourceClaimName": name}
+        self._d["spec"].setdefault("resourceClaims", []).append({"name": name, **source})
+        self._main.setdefault("claims", []).append({"name": name})
         return self
 
     def gpus(self, count: int) -> Self:

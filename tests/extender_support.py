@@ -16,14 +16,14 @@ import httpx
 from starlette.types import ASGIApp
 
 from api.app import create_app
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from placement import solve
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
-from scheduler.leadership import Leadership
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver
+from scheduler.extender.leadership import Leadership
+from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.snapshot import Snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
 
 T = TypeVar("T")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from api.core import Node, NodeList, Pod
 from api.grove import PodGang
-from api.kube import Node, NodeList, Pod
 from tests.conftest import FIXTURES as FIXTURES_ROOT
 from tests.extender_support import podgang
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from benchmarks.replay.decision import Decision, Free
+from benchmarks.replay.workload import ReplayGang, Workload
 from placement.request import GangRequest, GroupRequest, PackScope
-from scheduler.replay.decision import Decision, Free
-from scheduler.replay.workload import ReplayGang, Workload
 from topology import HostSpec
 
 GPU = "nvidia.com/gpu"

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from api.core import Pod
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -24,7 +25,6 @@ from api.extender import (
     HostPriorityList,
 )
 from api.grove import LABEL_PODGANG
-from api.kube import Pod
 from tests.conftest import FIXTURES as FIXTURES_ROOT
 
 FIXTURES = FIXTURES_ROOT / "kube-scheduler-v1.36"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from api.kube import Pod
+from api.core import Pod
 from scheduler.kube.decoding import PodDecoder
-from scheduler.state import ForeignPod, OurPods
+from scheduler.kube.foreign import ForeignPod, OurPods
 from tests.builders import PodBuilder, make_node, make_pod
 
 GI = 2**30
@@ -126,6 +126,6 @@ def test_node_allocatable_falls_back_to_capacity() -> None:
     assert node.allocatable()["nvidia.com/gpu"] == 8
     raw = make_node("n").gpus(4).dict()
     del raw["status"]["allocatable"]
-    from api.kube import Node
+    from api.core import Node
 
     assert Node.model_validate(raw).allocatable()["nvidia.com/gpu"] == 4

@@ -59,7 +59,7 @@ def test_the_size_limit_comes_from_the_environment(tmp_path: Path, monkeypatch: 
     snapshot = tmp_path / "small.json"
     snapshot.write_text('{"kind": "List", "items": []}')  # 29 bytes
     monkeypatch.setenv("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", "28")
-    with pytest.raises(SnapshotError, match="is more than 28 bytes"):
+    with pytest.raises(SnapshotError, match="is 29 bytes, more than 28 bytes"):
         load_snapshot(snapshot)
     monkeypatch.setenv("GROVE_EXTENDER_MAX_SNAPSHOT_BYTES", "29")
     assert load_snapshot(snapshot).nodes == []

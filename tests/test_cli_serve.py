@@ -10,11 +10,11 @@ import pytest
 
 from scheduler.cli import build_parser, main
 from scheduler.cli.serve import build_service, our_pods
-from scheduler.cluster_writer import InMemoryClusterWriter
-from scheduler.coordinator import CoordinatorConfig
-from scheduler.leadership import AlwaysLeader
+from scheduler.extender.cluster_writer import InMemoryClusterWriter
+from scheduler.extender.coordinator import CoordinatorConfig
+from scheduler.extender.leadership import AlwaysLeader
+from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.snapshot import load_snapshot
-from scheduler.state import ClusterStore, load_snapshot_into
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -45,7 +45,7 @@ def _inspect(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) ->
 
 def test_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     summary = _inspect(tmp_path, capsys)
-    assert summary["version"] == 1
+    assert summary["version"] == 2
     assert (summary["nodes"], summary["unschedulable_nodes"], summary["bound_pods"]) == (3, 1, 1)
     # 4 + 4 + 8 GPUs; busy holds 3 of a's 4, the succeeded pod holds nothing: 16 − 3 free
     assert summary["gpus"] == {"total": 16, "free": 13}

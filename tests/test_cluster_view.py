@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.kube import Node
-from scheduler.cluster_view import (
+from api.core import Node
+from scheduler.extender.translation.cluster_view import (
     LevelsError,
     build_topology,
     choose_levels,
@@ -118,6 +118,23 @@ def test_free_capacity_counts_bound_non_terminal_pods_and_reservations() -> None
     assert free["a"] == {"nvidia.com/gpu": 3, "cpu": 86_000, "memory": 1000 * 2**30, "pods": 108}
     assert free["b"]["nvidia.com/gpu"] == 5
     assert set(free) == {"a", "b"}
+
+
+def test_devices_a_pod_claims_through_dra_are_never_counted_as_free_gpus() -> None:
+    # The extender counts GPUs from allocatable nvidia.com/gpu (the device plugin's) less extended-resource
+    # requests; devices a ResourceClaim holds are a DRA driver's, published in ResourceSlices, not in allocatable.
+    # So a bound pod's claims neither free nor take counted GPUs, and a node whose GPUs DRA manages has none free
+    # to plan on: the claims' fit is kube-scheduler's DynamicResources plugin's, whose refusals the extender
+    # re-plans around.
+    nodes = [make_node("plugin").gpus(8).obj(), make_node("dra").obj()]
+    pods = [
+        make_pod("both").gpus(2).claim("shared", template="gpu-claim").on("plugin").obj(),
+        make_pod("claims-only").claim("training-0-gpu").claim("mnnvl-claim", template="training-0-g").on("dra").obj(),
+    ]
+    free = free_capacity(nodes, pods)
+    assert free["plugin"]["nvidia.com/gpu"] == 6  # 8 − the 2 requested; the claim counts for nothing either way
+    assert "nvidia.com/gpu" not in free["dra"]
+    assert pods[1].requests() == {"pods": 1}  # a claim is no extended-resource demand
 
 
 def test_over_committed_node_has_nothing_free() -> None:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from scheduler.coordinator.decisions import (
+from scheduler.extender.coordinator.decisions import (
     Accept,
     BecomeReady,
     Done,
@@ -23,7 +23,7 @@ from scheduler.coordinator.decisions import (
     decide_bind,
     decide_filter,
 )
-from scheduler.coordinator.gang_state import GangState, GroupCount, MemberView, PodFacts
+from scheduler.extender.coordinator.gang_state import GangState, GroupCount, MemberView, PodFacts
 
 KEY = "default/g-w0"
 UID = "uid-1"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler.coordinator.gang_state import GangState, PlanCommit, PodFacts, ReadyMember
-from scheduler.coordinator.gang_table import GangTable
-from scheduler.coordinator.members import GangRef
+from scheduler.extender.coordinator.gang_state import GangState, PlanCommit, PodFacts, ReadyMember
+from scheduler.extender.coordinator.gang_table import GangTable
+from scheduler.extender.coordinator.members import GangRef
 
 GPU = "nvidia.com/gpu"
 REF = GangRef("default", "g")

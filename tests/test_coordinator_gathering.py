@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.coordinator.gathering import ArrivalRate, GatherWindow
+from scheduler.extender.coordinator.gathering import ArrivalRate, GatherWindow
 
 
 def test_the_rate_follows_a_steady_pace_and_decays_when_it_stops() -> None:

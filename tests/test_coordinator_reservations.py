@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.coordinator.reservations import ReservationBook
+from scheduler.extender.coordinator.reservations import ReservationBook
 
 GPU = "nvidia.com/gpu"
 

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.make_demo import DEFAULT_OUT, build_items
-from scheduler.cluster_view import snapshot_view
-from scheduler.gang_request import gang_request
+from scheduler.extender.translation.cluster_view import snapshot_view
+from scheduler.extender.translation.gang_request import gang_request
 from scheduler.snapshot import dump_snapshot, load_snapshot
 from tests.conftest import REPO_ROOT
 

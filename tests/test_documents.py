@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.documents import MAX_ALIAS_NODES, UnreadableText, parse_stream, parse_text
+from scheduler.snapshot.documents import MAX_ALIAS_NODES, UnreadableText, parse_stream, parse_text
 
 
 def test_json_and_yaml_read_alike() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Taint, Toleration
-from scheduler.eligibility import (
+from api.core import Taint, Toleration
+from scheduler.extender.translation.eligibility import (
     REASON_AFFINITY,
     REASON_UNSCHEDULABLE,
     eligible_nodes,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from api.kube import Pod
+from api.core import Pod
 from tests.extender_support import assert_no_overcommit, harness, run
 from tests.recorded import FIXTURES, MODES, infer_gang, recorded_cluster, recordings
 

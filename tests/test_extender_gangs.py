@@ -9,7 +9,7 @@ import httpx
 
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
-from scheduler.coordinator.members import gang_ref_of
+from scheduler.extender.coordinator.members import gang_ref_of
 from tests.extender_support import (
     CLIQUE,
     PATIENCE_SECONDS,

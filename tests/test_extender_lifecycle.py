@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
-from scheduler.coordinator import BackgroundWorker
-from scheduler.coordinator.members import gang_ref_of
-from scheduler.state import ClusterStore
+from scheduler.extender.coordinator import BackgroundWorker
+from scheduler.extender.coordinator.members import gang_ref_of
+from scheduler.extender.state import ClusterStore
 from tests.builders import make_pod
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod, podgang
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
-from placement.request import PackScope
-from scheduler.gang_request import (
+from placement import solve
+from placement.request import PackScope, Status
+from scheduler.extender.translation.cluster_view import cluster_view
+from scheduler.extender.translation.gang_request import (
     GangNotReady,
     GangRequestError,
     gang_request,
@@ -195,3 +197,46 @@ def test_a_group_whose_every_guaranteed_pod_is_gated_is_not_ready_and_a_summary_
         gang_request(gang, pods, _nodes())
     summary = gang_request(gang, pods, _nodes(), gated=True)
     assert [(g.name, g.demand["nvidia.com/gpu"]) for g in summary.groups] == [("a", 4), ("b", 2)]
+
+
+def _mnnvl_worker(name: str, group: str, domain: str | None) -> Pod:
+    builder = make_pod(name).gpus(8).gang("g").clique(group)
+    return (builder.claim("mnnvl-claim", template=domain) if domain else builder).obj()
+
+
+def test_pods_of_one_compute_domain_get_one_required_nvlink_pack() -> None:
+    # Grove's mnnvl/injection.go gives a ComputeDomain's GPU pods the claim mnnvl-claim on its template
+    # <pcs>-<r>-<group>: those pods need one multi-node NVLink domain, whatever else the PodGang says.
+    gang = (
+        make_podgang("g")
+        .group("g-leader", pods=["l0"])
+        .group("g-a", pods=["a0"])
+        .group("g-b", pods=["b0"])
+        .group("g-other", pods=["o0"])
+        .obj()
+    )
+    pods = _pods(
+        _leader(),
+        _mnnvl_worker("a0", "g-a", "pcs-0-nvl"),
+        _mnnvl_worker("b0", "g-b", "pcs-0-nvl"),
+        _mnnvl_worker("o0", "g-other", "pcs-0-rack2"),
+    )
+    nodes = [make_node(n).gpus(8).label(CLIQUE, c).obj() for n, c in (("a", "c1"), ("b", "c1"), ("c", "c2"))]
+    request = gang_request(gang, pods, nodes)
+    assert request.packs == (  # by ComputeDomain: pcs-0-nvl, pcs-0-rack2
+        PackScope(groups=("g-a", "g-b"), required=CLIQUE),
+        PackScope(groups=("g-other",), required=CLIQUE),
+    )
+    assert gang_request(gang, pods, _nodes()).packs == ()  # no node says its NVLink domain: nothing to pack by
+
+
+def test_a_compute_domains_pods_are_refused_rather_than_split_across_nvlink_domains() -> None:
+    gang = make_podgang("g").group("g-a", pods=["a0"]).group("g-b", pods=["b0"]).obj()
+    nodes = [make_node(n).gpus(8).label(CLIQUE, c).obj() for n, c in (("a", "c1"), ("b", "c1"), ("c", "c2"))]
+    busy = make_pod("busy").gpus(8).on("b").obj()  # c1 has one free node left, c2 one
+    view = cluster_view(nodes, [busy])
+    claimed = _pods(_mnnvl_worker("a0", "g-a", "pcs-0-nvl"), _mnnvl_worker("b0", "g-b", "pcs-0-nvl"))
+    refused = solve(gang_request(gang, claimed, nodes), view)
+    assert refused.status == Status.INFEASIBLE and CLIQUE in refused.reason
+    plain = _pods(_mnnvl_worker("a0", "g-a", None), _mnnvl_worker("b0", "g-b", None))
+    assert set(solve(gang_request(gang, plain, nodes), view).assignment.values()) == {"a", "c"}

@@ -17,7 +17,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.coordinator import CoordinatorConfig
+from scheduler.extender.coordinator import CoordinatorConfig
 from tests.simkube import GangSpec, Simulation
 
 MAX_GANG = int(os.environ.get("GROVE_SIM_MAX_GANG", "3000"))

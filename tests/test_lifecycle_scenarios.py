@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.coordinator import CoordinatorConfig
+from scheduler.extender.coordinator import CoordinatorConfig
 from tests.simkube import GangSpec, Outcome, Simulation
 from tests.simkube.api import BindFault
 

@@ -1,7 +1,7 @@
-"""``serve`` and ``plan`` judge the same request: a PodGang and its pods become one ``GangRequest`` whichever path
-reads them. The three cases are the divergences issue 12 found between the coordinator's old translation and
-``scheduler.gang_request``: a group whose pods ask for 2 and 6 GPUs, priority taken from the first pod rather
-than the highest, and a group config naming podgroups the gang does not have.
+"""``serve`` and ``plan`` judge the same request: a PodGang and its pods become one ``GangRequest`` whichever path reads
+them. The three cases are the divergences issue 12 found between the coordinator's old translation and
+``scheduler.extender.translation.gang_request``: a group whose pods ask for 2 and 6 GPUs, priority taken from the first
+pod rather than the highest, and a group config naming podgroups the gang does not have.
 
 Serve's path is the real one: a filter call through the HTTP app, the coordinator's planner, and the solver it
 was given (``placement.solve``, wrapped to record the request). Plan's path is ``plan``'s own loop
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions
 from scheduler.cli.plan import plan_snapshot
-from scheduler.cluster_view import snapshot_view
-from scheduler.gang_request import gang_request
+from scheduler.extender.translation.cluster_view import snapshot_view
+from scheduler.extender.translation.gang_request import gang_request
 from scheduler.snapshot import Snapshot
 from tests.extender_support import CLIQUE, filter_one, harness, node, pod, podgang, run
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.packing.fgd import fgd_fragmented_gpus, typical_pods
+from benchmarks.packing.fill import FillRun, fill
+from benchmarks.packing.templates import templates_from_trace
+from benchmarks.replay.fragmentation import make_fragmentation
 from placement import ClusterView, GangRequest, SolveOptions
 from scheduler.cli import main
-from scheduler.packing.fgd import fgd_fragmented_gpus, typical_pods
-from scheduler.packing.fill import FillRun, fill
-from scheduler.packing.templates import templates_from_trace
-from scheduler.replay.fragmentation import make_fragmentation
 from tests.bench_data import small_h100_snapshot, write_mini_traces
 from tests.placement.cluster import CLIQUE, GPU, gang, group, hosts, pack, view
 

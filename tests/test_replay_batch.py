@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.replay.batch_step import BatchStep
+from benchmarks.replay.engine import replay
 from placement import SolveOptions
-from scheduler.replay.batch_step import BatchStep
-from scheduler.replay.engine import replay
 from tests.replay_fakes import gang, host, workload
 from topology import Topology
 

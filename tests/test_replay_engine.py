@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.replay.decision import DecisionStep
-from scheduler.replay.engine import GangRun, ReplayOutcome, replay
-from scheduler.replay.ledger import Ledger, OvercommitError
+from benchmarks.replay.decision import DecisionStep
+from benchmarks.replay.engine import GangRun, ReplayOutcome, replay
+from benchmarks.replay.ledger import Ledger, OvercommitError
 from tests.replay_fakes import FirstFitGang, FirstFitPodByPod, Overcommitter, gang, host, workload
 
 
@@ -85,5 +85,5 @@ def test_capacity_is_never_exceeded_at_any_event() -> None:
 
 def test_an_overcommitting_policy_fails_the_replay() -> None:
     work = workload([host("n1", gpus=4), host("n2", gpus=4)], [gang("a", arrival=0, duration=10, pods=3, gpus=2)])
-    with pytest.raises(OvercommitError, match=r"n1: nvidia\.com/gpu needs 2, 0 free"):
+    with pytest.raises(OvercommitError, match=r"n1: needs 2 nvidia\.com/gpu, 0 free"):
         replay(work, Overcommitter(), horizon=20)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.replay.loading import DURATION_ANNOTATION, WorkloadError, load_workload
-from scheduler.snapshot import Snapshot
+from benchmarks.replay.loading import WorkloadError, load_workload
+from scheduler.snapshot import DURATION_ANNOTATION, Snapshot
 from tests.builders import make_node, make_pod, make_podgang
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.replay.engine import replay
+from benchmarks.replay.fragmentation import make_fragmentation
+from benchmarks.replay.metrics import percentile, summarise
+from benchmarks.replay.quality import honours_required, make_domain_probe
+from benchmarks.replay.workload import Workload
 from placement.request import GangRequest, GroupRequest, PackScope
-from scheduler.replay.engine import replay
-from scheduler.replay.fragmentation import make_fragmentation
-from scheduler.replay.metrics import percentile, summarise
-from scheduler.replay.quality import honours_required, make_domain_probe
-from scheduler.replay.workload import Workload
 from tests.replay_fakes import CLIQUE, FirstFitGang, FirstFitPodByPod, gang, host, workload
 from topology import Topology
 

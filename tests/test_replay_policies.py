@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.generate.scenarios import build
-from scheduler.replay.coordinator_step import CoordinatorStep
-from scheduler.replay.decision import DecisionStep
-from scheduler.replay.engine import replay
-from scheduler.replay.ledger import Ledger
-from scheduler.replay.loading import load_workload
-from scheduler.replay.quality import honours_required
-from scheduler.replay.solve_step import POD_BY_POD, SolveStep
+from benchmarks.replay.coordinator_step import CoordinatorStep
+from benchmarks.replay.decision import DecisionStep
+from benchmarks.replay.engine import replay
+from benchmarks.replay.ledger import Ledger
+from benchmarks.replay.loading import load_workload
+from benchmarks.replay.quality import honours_required
+from benchmarks.replay.solve_step import POD_BY_POD, SolveStep
 from scheduler.snapshot import dump_snapshot, load_snapshot
 from tests.bench_data import write_mini_traces
 

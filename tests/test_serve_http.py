@@ -1,11 +1,13 @@
 """``grove-extender serve`` as a process on loopback: real sockets, real TLS handshakes, slow and broken clients.
 
 Two servers over the demo snapshot, started once for the module: one in plain HTTP with a one-second request
-deadline, and one behind mTLS with certificates from ``grove-extender certs``'s own issuer.
+deadline, and one behind mTLS with certificates from ``grove-extender certs``'s own issuer and a one-second handshake
+deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -15,17 +17,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from scheduler.cli import main
-from scheduler.cli.certs import issue
+from api.tls import DEFAULT_HANDSHAKE_TIMEOUT
+from scheduler.cli import build_parser, main
+from scheduler.cli.certs import Authority, issue
+from scheduler.cli.listeners import build_listeners
 from tests.conftest import REPO_ROOT
 
 DEMO = REPO_ROOT / "benchmarks" / "snapshots" / "demo.json"
 FILTER = (REPO_ROOT / "deploy" / "requests" / "filter-demo.json").read_bytes()
 PATIENCE = 60.0  # for what must happen: generous, so a loaded machine never fails a test
+HANDSHAKE = 1.0  # the mTLS server's --tls-handshake-timeout
 
 
 def free_port() -> int:
@@ -89,13 +95,28 @@ def _stop(server: Server) -> None:
 
 
 def write_pki(root: Path) -> Pki:
-    """A CA, the server's and a client's certificates for ``localhost``, and a stranger's client certificate from
-    another CA, as files in ``root``."""
-    ours = issue(server_names=["localhost"], days=1).write_pems(root)
+    """A CA, the server's and kube-scheduler's certificates for ``localhost``, a client certificate of the same CA
+    under another name, and a stranger's client certificate from another CA, as files in ``root``."""
+    authority = Authority.create(days=1)
+    ours = {
+        "ca": authority.pem(),
+        "server_cert": (server := authority.server(["localhost"])).cert,
+        "server_key": server.key,
+        "client_cert": (client := authority.client("grove-scheduler")).cert,
+        "client_key": client.key,
+        "intruder_cert": (intruder := authority.client("someone-else")).cert,
+        "intruder_key": intruder.key,
+    }
+    for name, pem in ours.items():
+        (root / f"{name}.pem").write_bytes(pem)
     stranger = root / "stranger"
     stranger.mkdir()
     theirs = issue(server_names=["localhost"], days=1).write_pems(stranger)
-    return Pki(**ours, stranger_cert=theirs["client_cert"], stranger_key=theirs["client_key"])
+    return Pki(
+        **{name: root / f"{name}.pem" for name in ours},
+        stranger_cert=theirs["client_cert"],
+        stranger_key=theirs["client_key"],
+    )
 
 
 @dataclass
@@ -103,8 +124,10 @@ class Pki:
     ca: Path
     server_cert: Path
     server_key: Path
-    client_cert: Path
+    client_cert: Path  # kube-scheduler's: names grove-scheduler
     client_key: Path
+    intruder_cert: Path  # signed by the same CA, naming someone else
+    intruder_key: Path
     stranger_cert: Path  # a client certificate from another CA
     stranger_key: Path
 
@@ -128,6 +151,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[tupl
             str(pki.server_key),
             "--client-ca",
             str(pki.ca),
+            "--tls-handshake-timeout",
+            str(HANDSHAKE),
         )
     except BaseException:
         _stop(plain)
@@ -263,6 +288,75 @@ def test_a_client_without_a_certificate_of_our_ca_never_reaches_the_verbs(tls: S
     assert reply == b"", "the server answered a client it could not authenticate"
 
 
+def test_a_certificate_of_our_ca_naming_someone_else_is_refused_and_said_so(tls: Server, pki: Pki) -> None:
+    try:
+        reply = exchange(tls, client_context(pki, cert=pki.intruder_cert, key=pki.intruder_key))
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        reply = b""
+    assert reply == b"", "the server answered a client certificate without the scheduler's name"
+    line = wait_for_log(tls, "reason=client_san")
+    assert "client certificate carries someone-else; expected grove-scheduler (--client-san)" in line
+    assert metric(tls, "client_san") >= 1
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"", id="connects-and-says-nothing"),
+        # A ClientHello record's header and the start of its body, promising 512 bytes that never come.
+        pytest.param(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"r" * 20, id="half-a-client-hello"),
+    ],
+)
+def test_a_handshake_that_does_not_finish_is_closed_at_the_handshake_timeout(tls: Server, sent: bytes) -> None:
+    before = metric(tls, "timeout")
+    with socket.create_connection(("127.0.0.1", tls.port), timeout=PATIENCE) as sock:
+        sock.sendall(sent)
+        started = time.monotonic()
+        assert closed_by_server(sock), "the server held the handshake open"
+        held = time.monotonic() - started
+    assert HANDSHAKE * 0.9 <= held < HANDSHAKE + 10, f"closed after {held:.2f} s, not at the {HANDSHAKE} s deadline"
+    deadline = time.monotonic() + PATIENCE
+    while metric(tls, "timeout") <= before:  # counted when the server closes, which the client may see first
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "reason=timeout" in tls.log_text()
+
+
+def test_the_handshake_timeout_is_10_seconds_unless_told_otherwise() -> None:
+    args = build_parser().parse_args(["serve", "--snapshot", str(DEMO)])
+    assert args.tls_handshake_timeout == DEFAULT_HANDSHAKE_TIMEOUT == 10.0
+    assert "TLS handshake within 10 s" in (REPO_ROOT / "README.md").read_text()
+
+
+def test_failed_handshakes_are_counted_by_reason(tls: Server, pki: Pki) -> None:
+    before = metric(tls, "tls")
+    # Refused in the handshake (TLS 1.2) or by the alert that follows it (TLS 1.3).
+    with contextlib.suppress(ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        assert exchange(tls, client_context(pki, cert=pki.stranger_cert, key=pki.stranger_key)) == b""
+    deadline = time.monotonic() + PATIENCE
+    while metric(tls, "tls") <= before:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert "reason=tls" in tls.log_text()
+
+
+def metric(server: Server, reason: str) -> float:
+    """``grove_extender_tls_handshake_failures_total`` of the extender listener for ``reason`` (0 before any)."""
+    text = httpx.get(f"http://127.0.0.1:{server.debug_port}/metrics", timeout=PATIENCE).text
+    prefix = f'grove_extender_tls_handshake_failures_total{{listener="extender",reason="{reason}"}} '
+    return next((float(line.removeprefix(prefix)) for line in text.splitlines() if line.startswith(prefix)), 0.0)
+
+
+def wait_for_log(server: Server, needle: str) -> str:
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        found = [line for line in server.log_text().splitlines() if needle in line]
+        if found:
+            return found[-1]
+        assert time.monotonic() < deadline, server.log_text()
+        time.sleep(0.05)
+
+
 def test_renewed_certificates_are_served_without_a_restart(tmp_path: Path) -> None:
     first = write_pki(tmp_path)
     tls_flags = ["--tls-cert", str(first.server_cert), "--tls-key", str(first.server_key), "--client-ca", str(first.ca)]
@@ -322,6 +416,8 @@ def test_the_kubelet_probes_without_a_certificate(tls: Server) -> None:
         pytest.param(["--tls-cert", "c.pem"], "go together", id="cert-without-key"),
         pytest.param(["--client-ca", "ca.pem"], "needs --tls-cert", id="ca-without-cert"),
         pytest.param(["--debug-port", "8888"], "must differ", id="same-port-twice"),
+        pytest.param(["--client-san", "grove-scheduler"], "needs --client-ca", id="client-san-without-ca"),
+        pytest.param(["--tls-handshake-timeout", "0"], "must be positive", id="no-handshake-time"),
     ],
 )
 def test_unsafe_or_inconsistent_listener_flags_are_refused(
@@ -336,4 +432,30 @@ def test_an_unreadable_certificate_is_one_line_at_start_up(tmp_path: Path, capsy
     argv = ["serve", "--snapshot", str(DEMO), "--port", str(free_port()), "--tls-cert", missing, "--tls-key", missing]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "cannot load its TLS files" in err
+    assert err.splitlines() == [f"grove-extender serve: --tls-cert {missing}: No such file or directory"]
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    pki = write_pki(tmp_path)
+    argv = [*argv[:-4], "--tls-cert", str(pki.server_cert), "--tls-key", str(key)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot load its TLS files" in err, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "debug_host"),
+    [
+        pytest.param([], "127.0.0.1", id="default"),
+        pytest.param(["--debug-host", "0.0.0.0"], "0.0.0.0", id="asked-for"),
+    ],
+)
+def test_the_debug_port_listens_on_loopback_whatever_the_verbs_do(flags: list[str], debug_host: str) -> None:
+    argv = ["serve", "--snapshot", str(DEMO), "--host", "0.0.0.0", "--allow-unauthenticated", "--debug-port", "9"]
+    args = build_parser().parse_args([*argv, "--probe-port", "8", *flags])
+    hosts = {listener.name: listener.host for listener in build_listeners(args, verbs=APP, probes=APP, debug=APP)}
+    assert hosts == {"extender": "0.0.0.0", "probes": "0.0.0.0", "debug": debug_host}
+
+
+async def APP(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app that is never called: the listeners are only built."""
+    raise AssertionError("not served in this test")

@@ -20,7 +20,6 @@ def _items() -> list[dict[str, Any]]:
         make_pod("bound").gpus(4).on("n1").dict(),
         make_pod("w0").gpus(4).gang("g").dict(),
         make_podgang("g").group("c", pods=["w0"]).dict(),
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}},
     ]
 
 
@@ -32,7 +31,23 @@ def test_round_trip_through_every_format(tmp_path: Path, name: str) -> None:
     assert [node.name for node in snapshot.nodes] == ["n1"]
     assert [pod.key for pod in snapshot.pods] == ["default/bound", "default/w0"]
     assert [gang.key for gang in snapshot.podgangs] == ["default/g"]
-    assert snapshot.ignored_kinds == {"Service": 1}
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        pytest.param({"kind": "Secret", "metadata": {"name": "s"}}, "items[1] (Secret s): kind 'Secret'", id="secret"),
+        pytest.param({"kind": 5, "metadata": {"name": "x"}}, "items[1] (5 x): kind 5", id="a-number"),
+        pytest.param({"kind": ["Pod"]}, "kind ['Pod']", id="a-list"),
+        pytest.param({"kind": "pod", "metadata": {"name": "p"}}, "kind 'pod'", id="wrong-case"),
+    ],
+)
+def test_an_item_of_a_kind_a_snapshot_does_not_hold_is_refused(item: dict[str, Any], needle: str) -> None:
+    document = {"kind": "List", "items": [make_node("n1").gpus(8).dict(), item]}
+    with pytest.raises(SnapshotError, match="is not one a snapshot holds") as caught:
+        parse_snapshot(document)
+    assert needle in str(caught.value)
+    assert "Node, Pod, PodGang, PodCliqueSet, ClusterTopologyBinding" in str(caught.value)
 
 
 def test_kubectl_style_yaml_list(tmp_path: Path) -> None:
@@ -112,14 +127,15 @@ def test_dump_writes_a_list(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "said"),
     [
-        pytest.param(b"\x1f\x8b\x08\x00broken", id="truncated-gzip"),
-        pytest.param(b"\xff\xfe\x00binary", id="not-utf8"),
+        pytest.param(b"\x1f\x8b\x08\x00broken", "not valid gzip", id="truncated-gzip"),
+        pytest.param(b"\xff\xfe binary", "not gzip, JSON or YAML text", id="not-utf8"),
+        pytest.param(b"\xff\xfe\x00binary", "holds a NUL byte at byte 2: not text", id="binary"),
     ],
 )
-def test_undecodable_bytes(tmp_path: Path, raw: bytes) -> None:
+def test_undecodable_bytes(tmp_path: Path, raw: bytes, said: str) -> None:
     path = tmp_path / "snap"
     path.write_bytes(raw)
-    with pytest.raises(SnapshotError, match="not gzip, JSON or YAML text"):
+    with pytest.raises(SnapshotError, match=said):
         load_snapshot(path)

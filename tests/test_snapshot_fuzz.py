@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.cli.snapshot_summary import summarise
 from scheduler.snapshot import SnapshotError, parse_snapshot
-from scheduler.snapshot_summary import summarise
 from tests.builders import make_node, make_pod, make_podgang
 from tests.corruption import JSON, corrupt
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Node
-from scheduler.state import ClusterStore, ForeignPod, OurPods
+from api.core import Node
+from scheduler.extender.state import ClusterStore
+from scheduler.kube.foreign import ForeignPod, OurPods
 from tests.builders import make_node, make_pod
 from tests.extender_support import node, pod
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from topology.graph import UNKNOWN, HostSpec, Topology
+from api.core import GPU
+from topology.graph import GPU_RESOURCE, UNKNOWN, HostSpec, Topology
 from topology.levels import HOSTNAME_KEY, Level, active_levels, levels_from_pairs
 
 ZONE, CLIQUE, TIER = "topology.kubernetes.io/zone", "nvidia.com/gpu.clique", "fabric.topograph.run/tier-"
@@ -161,3 +162,9 @@ def test_host_level_missing_from_every_node_falls_back_to_names() -> None:
 def test_duplicate_binding_domains_are_refused() -> None:
     with pytest.raises(ValueError, match="duplicate domain names"):
         levels_from_pairs([("rack", CLIQUE), ("rack", ZONE)])
+
+
+def test_both_ground_layers_name_the_gpu_resource_alike() -> None:
+    # topology and api import nothing of ours, so each spells the resource once; the placement side and the
+    # Kubernetes side must mean the same resource.
+    assert GPU_RESOURCE == GPU == "nvidia.com/gpu"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.kube import Node
-from scheduler.cluster_view import build_topology, free_capacity, levels_from_binding
+from api.core import Node
+from scheduler.extender.translation.cluster_view import build_topology, free_capacity, levels_from_binding
 from tests.builders import make_node, make_pod, make_topology_binding
 from topology.graph import UNKNOWN
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-GPU = "nvidia.com/gpu"
+from api.core import GPU
+
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 CLIQUE = "nvidia.com/gpu.clique"

@@ -7,10 +7,18 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from benchmarks.generate.nodes import GPU
+from api.core import GPU
+from api.grove import (
+    LABEL_PCS_REPLICA_INDEX,
+    LABEL_POD_INDEX,
+    LABEL_PODCLIQUE,
+    LABEL_PODGANG,
+    LABEL_SCHEDULER_NAME,
+    SCHEDULER_API_VERSION,
+)
 from benchmarks.generate.shapes import GangShape, Role
+from scheduler.snapshot import DURATION_ANNOTATION
 
-DURATION_ANNOTATION = "grove-extender/duration-seconds"
 KIND_ANNOTATION = "grove-extender/workload-kind"
 _UUID_NS = uuid.UUID("0e7c9d1c-3b8a-4f6e-a2d4-5c9b1e7f3a20")
 
@@ -46,10 +54,10 @@ def _pod(*, shape: GangShape, role: Role, pcs: str, index: int, namespace: str, 
             "creationTimestamp": created,
             "labels": {
                 "app.kubernetes.io/part-of": pcs,
-                "grove.io/podgang": f"{pcs}-0",
-                "grove.io/podclique": group,
-                "grove.io/podcliqueset-replica-index": "0",
-                "grove.io/podclique-pod-index": str(index),
+                LABEL_PODGANG: f"{pcs}-0",
+                LABEL_PODCLIQUE: group,
+                LABEL_PCS_REPLICA_INDEX: "0",
+                LABEL_POD_INDEX: str(index),
             },
         },
         "spec": spec,
@@ -92,7 +100,7 @@ def gang_objects(
             for config in shape.configs
         ]
     podgang = {
-        "apiVersion": "scheduler.grove.io/v1alpha1",
+        "apiVersion": SCHEDULER_API_VERSION,
         "kind": "PodGang",
         "metadata": {
             "name": gang,
@@ -103,7 +111,7 @@ def gang_objects(
                 "app.kubernetes.io/managed-by": "grove-operator",
                 "app.kubernetes.io/part-of": pcs,
                 "app.kubernetes.io/component": "podgang",
-                "grove.io/scheduler-name": "grove",
+                LABEL_SCHEDULER_NAME: "grove",
             },
             "annotations": {DURATION_ANNOTATION: str(duration_seconds), KIND_ANNOTATION: shape.kind},
         },

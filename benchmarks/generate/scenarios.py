@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from api.core import GPU
 from benchmarks.generate import clusters
-from benchmarks.generate.nodes import CLIQUE, GPU, HOSTNAME, LEAF, PRODUCT
+from benchmarks.generate.nodes import CLIQUE, HOSTNAME, LEAF, PRODUCT
 from benchmarks.generate.objects import gang_objects
 from benchmarks.generate.shapes import GangShape, Pack, disaggregated, leader_workers, training
 from benchmarks.generate.traces import TraceDistributions, load_distributions

@@ -16,7 +16,7 @@ from placement.cpsat.capacity import add_shared_capacity
 from placement.cpsat.min_replicas import add_min_replicas
 from placement.cpsat.required_pack import add_required_pack
 from placement.cpsat.solver import solve_lexicographic
-from placement.cpsat.variables import ModelVars, TierExpr
+from placement.model_vars import ModelVars, TierExpr
 from placement.objective import TIERS, Counts
 from placement.problem import Problem
 from placement.request import SolveOptions

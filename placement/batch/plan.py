@@ -26,8 +26,8 @@ from placement.batch.queue import Queued, guaranteed_request, head_of, weight_of
 from placement.batch.warm_start import Residual, warm_start
 from placement.bounds import gang_bounds
 from placement.explain import explain_infeasible, relaxation_reason
-from placement.extras import add_extras
 from placement.future_fit import FutureFit
+from placement.greedy.extras import add_extras
 from placement.objective import Counts
 from placement.outcome import planned
 from placement.problem import InvalidRequest, Problem, check_request, prepare

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from placement.cpsat.variables import ModelVars
+from placement.model_vars import ModelVars
 
 __all__ = ["add_capacity", "add_shared_capacity"]
 

@@ -3,7 +3,7 @@ its pods; an inactive gang (one a batch leaves waiting) places none."""
 
 from __future__ import annotations
 
-from placement.cpsat.variables import ModelVars
+from placement.model_vars import ModelVars
 
 __all__ = ["add_min_replicas"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from placement.bounds import Bounds, gang_bounds, tier_bounds
 from placement.cpsat.solver import ModelOutcome, solve_model
 from placement.explain import explain_infeasible, relaxation_reason
-from placement.extras import add_extras
+from placement.greedy.extras import add_extras
 from placement.greedy.topology_greedy import topology_greedy
 from placement.objective import Counts, evaluate
 from placement.outcome import planned, refused

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from placement.cpsat.capacity import add_capacity
 from placement.cpsat.min_replicas import add_min_replicas
 from placement.cpsat.required_pack import add_required_pack
-from placement.cpsat.variables import ModelVars
+from placement.model_vars import ModelVars
 
 __all__ = ["CONSTRAINTS"]
 

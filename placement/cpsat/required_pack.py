@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placement.cpsat.variables import ModelVars
+from placement.model_vars import ModelVars
 
 __all__ = ["add_required_pack"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from placement.cpsat.registry import CONSTRAINTS
-from placement.cpsat.variables import ModelVars, TierExpr
+from placement.model_vars import ModelVars, TierExpr
 from placement.objective import TIERS, Counts
 from placement.problem import Problem
 

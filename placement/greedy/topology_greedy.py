@@ -1,6 +1,6 @@
 """``topology-greedy``: all-or-nothing, tightest domain first (the way KAI-Scheduler packs), and the CP-SAT hint.
 
-It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.extras`.
+It places each group's guaranteed pods; best-effort extras are added afterwards by :mod:`placement.greedy.extras`.
 
 Try each domain as the gang's container, narrowest level first and, within a level, partly used domains before
 wholly free ones and the smallest that could hold the gang first; inside a container, fill sub-domains largest
@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from placement.arrays import Ints
 from placement.greedy.domain_choice import choose_domains
-from placement.greedy.ledger import Ledger
+from placement.greedy.tally import Tally
 from placement.grouping import fewest_to_cover
 from placement.objective import evaluate
 from placement.problem import Problem, Scope
@@ -154,15 +154,15 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
         chosen = set(by_value[value])
         for g in groups:
             region[g] = [n for n in region[g] if n in chosen]
-    ledger = _fill(problem, region)
-    if ledger is None:
+    tally = _fill(problem, region)
+    if tally is None:
         return None
     if problem.span_levels:
-        ledger, region = _best_set(problem, ledger, region)
+        tally, region = _best_set(problem, tally, region)
         # Refill inside the narrowest domains the first pass touched, partly used nodes first across all of
         # them: same spans, but no wholly free node is broken while a touched domain has partly used room.
         level = problem.span_levels[0]
-        touched = {problem.domain(n, level) for n in ledger.used_nodes()}
+        touched = {problem.domain(n, level) for n in tally.used_nodes()}
         primary = problem.primary
 
         def best_fit(node: str) -> tuple[bool, int, str]:
@@ -173,17 +173,17 @@ def _pack_within(problem: Problem, nodes: list[str], packs: list[_Pack]) -> dict
             for g, nodes in region.items()
         }
         refilled = _fill(problem, compact)
-        if refilled is not None and evaluate(problem, refilled.counts) < evaluate(problem, ledger.counts):
-            ledger, region = refilled, compact
-    return ledger.counts
+        if refilled is not None and evaluate(problem, refilled.counts) < evaluate(problem, tally.counts):
+            tally, region = refilled, compact
+    return tally.counts
 
 
-def _best_set(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) -> tuple[Ledger, dict[int, list[str]]]:
+def _best_set(problem: Problem, tally: Tally, region: dict[int, list[str]]) -> tuple[Tally, dict[int, list[str]]]:
     """Try the enumerated best set of narrowest domains, best-fit order across it; keep it if it scores better."""
     union = list(dict.fromkeys(n for nodes in region.values() for n in nodes))
     chosen = choose_domains(problem, union)
     if chosen is None:
-        return ledger, region
+        return tally, region
     level, primary = problem.span_levels[0], problem.primary
     inside = {
         g: sorted(
@@ -193,18 +193,18 @@ def _best_set(problem: Problem, ledger: Ledger, region: dict[int, list[str]]) ->
         for g, nodes in region.items()
     }
     trial = _fill(problem, inside)
-    if trial is not None and evaluate(problem, trial.counts) < evaluate(problem, ledger.counts):
+    if trial is not None and evaluate(problem, trial.counts) < evaluate(problem, tally.counts):
         return trial, inside
-    return ledger, region
+    return tally, region
 
 
-def _fill(problem: Problem, region: dict[int, list[str]]) -> Ledger | None:
-    ledger = Ledger(problem)
+def _fill(problem: Problem, region: dict[int, list[str]]) -> Tally | None:
+    tally = Tally(problem)
     # Big pods first: they are the hard ones to fit once small pods have fragmented the nodes.
     for group in sorted(problem.groups, key=lambda g: -g.demand.get(problem.primary, 0)):
-        if ledger.fill(group.index, region[group.index], group.min) < group.min:
+        if tally.fill(group.index, region[group.index], group.min) < group.min:
             return None
-    return ledger
+    return tally
 
 
 def _honourable(problem: Problem, scope: Scope) -> bool:

@@ -2,7 +2,7 @@
 touches.
 
 Narrow first because crossing an NVLink domain costs far more bandwidth than crossing a zone costs latency once
-the pods are already off NVLink (DESIGN.md: rack/NVLink domain before zone). An unlabelled node is a domain of its
+the pods are already off NVLink (ARCHITECTURE.md: NVLink domain before zone). An unlabelled node is a domain of its
 own, so missing labels never make a spread placement look packed. Bound: the fewest domains of the level, largest
 first, that hold every need of the gang (a group of candidates that cannot is infeasible).
 """
@@ -13,8 +13,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placement.arrays import Ints
-from placement.cpsat.variables import ModelVars, TierExpr
 from placement.grouping import NEVER
+from placement.model_vars import ModelVars, TierExpr
 from placement.problem import Problem
 from placement.tiers.family import BoundInputs, PlanFacts, TierFamily, fewest_pools
 

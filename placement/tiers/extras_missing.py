@@ -12,7 +12,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placement.arrays import Ints
-from placement.cpsat.variables import ModelVars, TierExpr
+from placement.model_vars import ModelVars, TierExpr
 from placement.problem import Problem
 from placement.tiers.family import BoundInputs, PlanFacts, TierFamily
 

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import Ints
-from placement.cpsat.variables import ModelVars, TierExpr
 from placement.grouping import Pools
+from placement.model_vars import ModelVars, TierExpr
 from placement.problem import Problem
 
 __all__ = ["BoundInputs", "Counts", "Need", "PlanFacts", "TierFamily", "fewest_pools", "needs_of", "split"]

@@ -15,8 +15,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placement.arrays import Ints
-from placement.cpsat.variables import ModelVars, TierExpr
 from placement.grouping import NEVER, Pools, fewest_to_cover
+from placement.model_vars import ModelVars, TierExpr
 from placement.problem import Problem
 from placement.tiers.family import BoundInputs, Need, PlanFacts, TierFamily, needs_of, split
 

@@ -14,8 +14,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placement.arrays import Ints
-from placement.cpsat.variables import ModelVars, TierExpr
 from placement.future_fit import FutureFit, usage_of
+from placement.model_vars import ModelVars, TierExpr
 from placement.problem import Problem
 from placement.tiers.family import BoundInputs, PlanFacts, TierFamily
 from topology.graph import GPU_RESOURCE

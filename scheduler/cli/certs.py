@@ -7,7 +7,8 @@ shape cert-manager writes too, so ``deploy/`` mounts the same Secrets whichever 
 - ``grove-extender-tls``: the extender serves with ``tls.crt``/``tls.key`` and requires client certificates signed
   by ``ca.crt`` (``serve --tls-cert --tls-key --client-ca``);
 - ``grove-scheduler-extender-client``: kube-scheduler presents ``tls.crt``/``tls.key`` and verifies the extender
-  against ``ca.crt`` (``tlsConfig`` of the extender in its configuration).
+  against ``ca.crt`` (``tlsConfig`` of the extender in its configuration). The certificate names ``grove-scheduler``
+  (common name and DNS subject alternative name), the name ``serve --client-san`` requires by default.
 
 The CA's private key is never written: renewing means running the command again, applying, and restarting both
 Deployments. ``cryptography`` is the ``certs`` extra, imported only here: the extender itself reads PEM files.
@@ -27,10 +28,13 @@ import yaml
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.x509 import Certificate, Name, ObjectIdentifier
 
 __all__ = [
+    "CLIENT_NAME",
     "CLIENT_SECRET",
     "SERVER_SECRET",
+    "Authority",
     "Issued",
     "KeyPair",
     "issue",
@@ -42,6 +46,8 @@ __all__ = [
 SERVER_SECRET = "grove-extender-tls"
 CLIENT_SECRET = "grove-scheduler-extender-client"
 CLIENT_NAME = "grove-scheduler"
+"""kube-scheduler's name in its client certificate (common name and DNS SAN), the one ``serve --client-san`` expects
+by default."""
 INSTALL_HINT = "grove-extender certs needs the 'certs' extra: pip install 'grove-extender[certs]'"
 
 
@@ -83,6 +89,105 @@ def service_names(service: str, namespace: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
 
+@dataclass(frozen=True)
+class Authority:
+    """A fresh CA (ECDSA P-256, which Go's TLS and Python's ssl both accept), held in memory only: its key goes
+    when this object does. ``issue`` uses one for the two certificates; tests use one to sign odd clients."""
+
+    cert: Certificate
+    key: EllipticCurvePrivateKey
+    start: datetime.datetime
+    end: datetime.datetime
+
+    @classmethod
+    def create(cls, *, days: int = 365, now: datetime.datetime | None = None) -> Authority:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        start = (now or datetime.datetime.now(datetime.UTC)) - datetime.timedelta(minutes=5)  # tolerate clock skew
+        end = start + datetime.timedelta(days=days)
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = _name("grove-extender CA")
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=False,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        return cls(cert=cert, key=key, start=start, end=end)
+
+    def pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def server(self, names: list[str]) -> KeyPair:
+        """A serving certificate for ``names`` (the first is also its common name)."""
+        from cryptography.x509.oid import ExtendedKeyUsageOID
+
+        return self._leaf(names[0], ExtendedKeyUsageOID.SERVER_AUTH, names)
+
+    def client(self, name: str) -> KeyPair:
+        """A client certificate naming ``name`` as its common name and its DNS subject alternative name, the one
+        ``serve --client-san`` checks."""
+        from cryptography.x509.oid import ExtendedKeyUsageOID
+
+        return self._leaf(name, ExtendedKeyUsageOID.CLIENT_AUTH, [name])
+
+    def _leaf(self, common_name: str, usage: ObjectIdentifier, dns: list[str]) -> KeyPair:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(_name(common_name))
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(self.start)
+            .not_valid_after(self.end)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(d) for d in dns]), critical=False)
+            .sign(self.key, hashes.SHA256())
+        )
+        pem_key = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return KeyPair(cert=cert.public_bytes(serialization.Encoding.PEM), key=pem_key)
+
+
+def _name(common_name: str) -> Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
 def issue(
     *,
     server_names: list[str],
@@ -90,79 +195,9 @@ def issue(
     days: int = 365,
     now: datetime.datetime | None = None,
 ) -> Issued:
-    """A new CA (ECDSA P-256, which Go's TLS and Python's ssl both accept) and the two leaf certificates it signs."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    start = (now or datetime.datetime.now(datetime.UTC)) - datetime.timedelta(minutes=5)  # tolerate clock skew
-    end = start + datetime.timedelta(days=days)
-
-    def name(common_name: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-    def pem_key(key: EllipticCurvePrivateKey) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("grove-extender CA")
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def leaf(common_name: str, usage: x509.ObjectIdentifier, dns: list[str]) -> KeyPair:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(name(common_name))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(start)
-            .not_valid_after(end)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                critical=False,
-            )
-        )
-        if dns:
-            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(d) for d in dns]), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        return KeyPair(cert=cert.public_bytes(serialization.Encoding.PEM), key=pem_key(key))
-
-    return Issued(
-        ca=ca_cert.public_bytes(serialization.Encoding.PEM),
-        server=leaf(server_names[0], ExtendedKeyUsageOID.SERVER_AUTH, server_names),
-        client=leaf(client_name, ExtendedKeyUsageOID.CLIENT_AUTH, []),
-    )
+    """A new CA and the two leaf certificates it signs; the CA's key is not kept."""
+    authority = Authority.create(days=days, now=now)
+    return Issued(ca=authority.pem(), server=authority.server(server_names), client=authority.client(client_name))
 
 
 def _secret(name: str, namespace: str, pair: KeyPair, ca: bytes) -> dict[str, Any]:

@@ -50,7 +50,6 @@ def _namespace(given: str | None) -> str | None:
 def _handle(args: argparse.Namespace) -> int:
     from scheduler.kube.connect import ConnectError, load_api_client
     from scheduler.reconcile.initc import ParentWait, parse_podcliques, wait_for_parents
-    from scheduler.reconcile.kube import KubeApi
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -63,19 +62,14 @@ def _handle(args: argparse.Namespace) -> int:
         print("initc: no namespace: pass --namespace (outside a pod) or set POD_NAMESPACE", file=sys.stderr)
         return 2
     try:
-        api = KubeApi(load_api_client(args.kubeconfig, pool_size=2), namespace=namespace)
+        api_client = load_api_client(args.kubeconfig, pool_size=2)
     except ConnectError as err:
         print(f"initc: {err}", file=sys.stderr)
         return 1
     stop = threading.Event()
-
-    def _stop(*_: object) -> None:
-        stop.set()
-        api.close_streams()  # a watch blocked in a read ends now, not at its timeout
-
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stop)
-    done = wait_for_parents(api, namespace=namespace, wait=ParentWait(required), stop=stop)
+        signal.signal(signum, lambda *_: stop.set())  # the informer's watch, blocked in a read, is interrupted
+    done = wait_for_parents(api_client, namespace=namespace, wait=ParentWait(required), stop=stop)
     if not done:
         log.warning("initc stopped before parents were ready")
         return EXIT_STOPPED

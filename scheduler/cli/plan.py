@@ -1,11 +1,11 @@
 """``grove-extender plan --snapshot FILE [--policy cpsat] [--json]``: plan a snapshot's pending PodGangs.
 
-Gangs are planned in arrival order (``metadata.creationTimestamp``, then name), each on the capacity the
-earlier ones left: a placed gang's pods are reserved before the next is solved, as the extender's coordinator
-reserves them. The request is the one translator's (``scheduler.gang_request``): members already bound are
-facts, not plans (they hold capacity already, count towards their group's ``minReplicas`` and hold a required
-domain). A gang that cannot be turned into a request (a missing or gated guaranteed pod, a group config naming
-an unknown group) is reported ``Invalid`` with the reason, and the rest are still planned.
+Gangs are planned in arrival order (``metadata.creationTimestamp``, then name), each on the capacity the earlier ones
+left: a placed gang's pods are reserved before the next is solved, as the extender's coordinator reserves them. The
+request is the one translator's (``scheduler.extender.translation.gang_request``): members already bound are facts, not
+plans (they hold capacity already, count towards their group's ``minReplicas`` and hold a required domain). A gang that
+cannot be turned into a request (a missing or gated guaranteed pod, a group config naming an unknown group) is reported
+``Invalid`` with the reason, and the rest are still planned.
 
 JSON shape: ``{"gangs": [{"namespace", "name", "status", "placement": {"ns/pod": "node"}, "placementScore",
 "reason", "solveSeconds"}]}``. Bad input (snapshot, levels file) prints one line to stderr and exits 2.
@@ -23,11 +23,11 @@ from typing import Any
 
 from rich.console import Console
 
+from api.core import Pod
 from api.grove import PodGang
-from api.kube import Pod
 from placement import POLICIES, ClusterView, GangRequest, Result, SolveOptions, Status, solve
-from scheduler.cluster_view import LevelsError, snapshot_view
-from scheduler.gang_request import GangRequestError, gang_request
+from scheduler.extender.translation.cluster_view import LevelsError, snapshot_view
+from scheduler.extender.translation.gang_request import GangRequestError, gang_request
 from scheduler.snapshot import Snapshot, SnapshotError, load_snapshot
 
 __all__ = ["plan_snapshot", "register", "run_plan"]

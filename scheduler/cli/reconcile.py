@@ -13,15 +13,19 @@ from typing import Any
 
 import yaml
 
-from scheduler.documents import UnreadableText, parse_stream
 from scheduler.reconcile.controller import DEFAULT_INITC_IMAGE
 from scheduler.reconcile.dryrun import DryRunRejected, dry_run
-from scheduler.reconcile.limits import Limits
+from scheduler.reconcile.rules.features import Features
+from scheduler.reconcile.rules.limits import Limits
+from scheduler.snapshot.documents import UnreadableText, parse_stream
+from scheduler.snapshot.files import UnreadableFile, read_bounded
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 _MAX_FILE_BYTES = 16 * 1024 * 1024  # a PodCliqueSet file, not a cluster dump: refuse before parsing, not after
+# What dry_run takes: the sets, the topology they name, and the ResourceClaimTemplates their resourceSharing names.
+_DRY_RUN_KINDS = ("PodCliqueSet", "ClusterTopologyBinding", "ResourceClaimTemplate")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,6 +38,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's service account)")
     parser.add_argument("--namespace", help="only this namespace (default: all)")
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
+    parser.add_argument(
+        "--default-scheduler-profile",
+        metavar="NAME",
+        help="what an empty schedulerName in a clique means, as Grove's scheduler.defaultProfileName "
+        "(default: --scheduler-name)",
+    )
+    parser.add_argument(
+        "--mnnvl",
+        action="store_true",
+        help="Grove's MNNVL feature (network.autoMNNVLEnabled, off by default): a ComputeDomain per PodCliqueSet "
+        "replica and grove.io/mnnvl-group, claimed by its GPU pods; needs the NVIDIA DRA driver's ComputeDomain CRD",
+    )
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
     parser.add_argument(
         "--initc-image",
@@ -73,22 +89,19 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _load(path: Path) -> list[dict[str, Any]]:
     """The objects in a YAML/JSON file (documents, or the ``items`` of a ``List``); ``DryRunRejected`` with one
-    line naming the document, item and field for anything that is not a file of Kubernetes objects."""
+    line naming the document, item and field for anything that is not a file of PodCliqueSets."""
     try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            raise DryRunRejected(f"{path}: larger than {_MAX_FILE_BYTES // 2**20} MiB; not a PodCliqueSet file")
-        documents = parse_stream(path.read_bytes())
-    except OSError as err:
-        raise DryRunRejected(f"{path}: {err.strerror or err}") from None
-    except UnreadableText as err:
+        documents = parse_stream(read_bounded(path, limit=_MAX_FILE_BYTES))
+    except (UnreadableFile, UnreadableText) as err:
         raise DryRunRejected(f"{path}: {err}") from None
     objects: list[dict[str, Any]] = []
     for number, doc in enumerate(documents):
         where = f"{path}: document {number}" if len(documents) > 1 else str(path)
         if not isinstance(doc, dict):
             raise DryRunRejected(f"{where}: must be a Kubernetes object (a mapping), got {type(doc).__name__}")
-        if not str(doc.get("kind", "")).endswith("List"):
-            objects.append(doc)
+        kind = doc.get("kind")
+        if not (isinstance(kind, str) and kind.endswith("List")):
+            objects.append(_known(doc, where))
             continue
         items = doc.get("items")
         if not isinstance(items, list):
@@ -96,8 +109,20 @@ def _load(path: Path) -> list[dict[str, Any]]:
         for index, item in enumerate(items):
             if not isinstance(item, dict):
                 raise DryRunRejected(f"{where}: items[{index}]: must be an object, got {type(item).__name__}")
-        objects += items
+            objects.append(_known(item, f"{where}: items[{index}]"))
     return objects
+
+
+def _features(args: argparse.Namespace) -> Features:
+    return Features(default_scheduler=args.default_scheduler_profile, mnnvl=args.mnnvl)
+
+
+def _known(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """``obj`` if a dry run reads its kind; a Secret or a typo is refused rather than passed over in silence."""
+    kind = obj.get("kind")
+    if kind not in _DRY_RUN_KINDS:
+        raise DryRunRejected(f"{where}: kind {kind!r}: a dry run reads only {', '.join(_DRY_RUN_KINDS)} objects")
+    return obj
 
 
 def _dry_run(args: argparse.Namespace) -> int:
@@ -106,7 +131,13 @@ def _dry_run(args: argparse.Namespace) -> int:
         return 2
     limits = Limits(replicas=args.max_replicas, pods=args.max_pods)
     try:
-        result = dry_run(_load(args.filename), scheduler_name=args.scheduler_name, seed=args.seed, limits=limits)
+        result = dry_run(
+            _load(args.filename),
+            scheduler_name=args.scheduler_name,
+            seed=args.seed,
+            limits=limits,
+            features=_features(args),
+        )
     except DryRunRejected as err:
         print(f"reconcile --dry-run: {err}", file=sys.stderr)
         return 2
@@ -121,8 +152,9 @@ def _dry_run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
     from scheduler.kube.connect import ConnectError, load_api_client
+    from scheduler.reconcile.client import ApiError
     from scheduler.reconcile.controller import Reconciler
-    from scheduler.reconcile.kube import KubeApi
+    from scheduler.reconcile.rest_client import KubeApi
 
     try:
         api_client = load_api_client(args.kubeconfig)
@@ -134,6 +166,19 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     api = KubeApi(api_client, namespace=args.namespace)
+    if args.mnnvl:  # as Grove's operator, which will not start with MNNVL on and no ComputeDomain to make
+        try:
+            served = api.serves("ComputeDomain")
+        except ApiError as err:
+            print(f"reconcile: --mnnvl: cannot read API discovery: {err}", file=sys.stderr)
+            return 1
+        if not served:
+            print(
+                "reconcile: --mnnvl needs computedomains.resource.nvidia.com (the NVIDIA DRA driver's CRD), which "
+                "this cluster does not serve: install the driver, or run without --mnnvl",
+                file=sys.stderr,
+            )
+            return 1
     api.start_watches(stop)
     log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
     reconciler = Reconciler(
@@ -141,6 +186,7 @@ def _serve(args: argparse.Namespace) -> int:
         scheduler_name=args.scheduler_name,
         initc_image=args.initc_image,
         limits=Limits(replicas=args.max_replicas, pods=args.max_pods),
+        features=_features(args),
     )
     reconciler.run(stop=stop, resync_seconds=args.resync_seconds)
     return 0

@@ -25,15 +25,16 @@ from starlette.types import ASGIApp
 from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from placement import solve
 from placement.request import SolveOptions
-from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http
-from scheduler.cluster_view import LevelsError, choose_levels
-from scheduler.cluster_writer import ClusterWriter, InMemoryClusterWriter
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http, tls_problem
+from scheduler.extender.cluster_writer import ClusterWriter, InMemoryClusterWriter
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.extender.leadership import AlwaysLeader, Leadership
+from scheduler.extender.state import ClusterStore, load_snapshot_into
+from scheduler.extender.translation.cluster_view import LevelsError, choose_levels
 from scheduler.kube.connect import ConnectError
+from scheduler.kube.foreign import OurPods
 from scheduler.kube.live import connect_live, default_namespace, wants_in_cluster
-from scheduler.leadership import AlwaysLeader, Leadership
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.state import ClusterStore, OurPods, load_snapshot_into
 from topology import Level
 
 __all__ = ["Service", "build_service", "register"]
@@ -134,7 +135,11 @@ def run_serve(args: argparse.Namespace) -> int:
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
         batch_size=args.batch_size,
     )
-    problem = listener_problem(args) or ("--batch-size must be at least 1" if args.batch_size < 1 else None)
+    problem = (
+        listener_problem(args)
+        or ("--batch-size must be at least 1" if args.batch_size < 1 else None)
+        or tls_problem(args)
+    )
     if problem:
         print(f"grove-extender serve: {problem}", file=sys.stderr)
         return 2
@@ -177,9 +182,14 @@ def _serve_snapshot(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     service.coordinator.add_liveness("planner", service.worker.alive)
     log.info("serving snapshot=%s", args.snapshot)
     try:
-        return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)
+        return _serve(args, service)
     finally:
         service.worker.stop()
+
+
+def _serve(args: argparse.Namespace, service: Service) -> int:
+    registry = service.coordinator.registry  # the TLS listener's metrics join the extender's on /metrics
+    return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app, registry=registry)
 
 
 def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
@@ -212,7 +222,7 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     service.coordinator.add_liveness("watches", cluster.alive)
     log.info("serving live cluster")
     try:
-        return serve_http(args, verbs=service.app, probes=service.probe_app, debug=service.debug_app)
+        return _serve(args, service)
     finally:
         service.worker.stop()
         cluster.close()

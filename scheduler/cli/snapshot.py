@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
-from scheduler.cluster_view import LevelsError
+from scheduler.cli.snapshot_summary import summarise
+from scheduler.extender.translation.cluster_view import LevelsError
 from scheduler.snapshot import SnapshotError, load_snapshot
-from scheduler.snapshot_summary import summarise
 
 __all__ = ["register", "run_inspect"]
 
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "inspect", help="summarise a snapshot: nodes, GPUs, free GPUs per topology domain, bound pods, pending gangs"
     )
     inspect.add_argument("file", help="a Kubernetes List (JSON or YAML, optionally gzip)")
-    inspect.add_argument("--json", action="store_true", help="print the summary as JSON (shape: version 1)")
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON (shape: version 2)")
     inspect.add_argument(
         "--levels",
         metavar="FILE",
@@ -93,5 +93,3 @@ def _render(summary: dict[str, Any], console: Console) -> None:
     console.print(gangs)
     if summary["pending_pods_without_gang"]:
         console.print(f"{summary['pending_pods_without_gang']} pending pods belong to no gang")
-    if summary["ignored_kinds"]:
-        console.print("ignored kinds: " + ", ".join(f"{k} ×{n}" for k, n in summary["ignored_kinds"].items()))

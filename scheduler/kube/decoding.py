@@ -1,19 +1,20 @@
-"""Watch events and list pages, from the API server's bytes into what the store keeps.
+"""Watch events and list pages, from the API server's bytes into what an informer's handlers receive.
 
 Nodes and PodGangs are decoded straight into their pydantic models: the JSON parser skips every field a model
 does not read (a Pod's managedFields, a Node's images and conditions) without building it first; a Node event
 that changes nothing the model keeps (a heartbeat) is recognised before that (``scheduler.kube.heartbeats``).
 
 Pods are most of a cluster's events, and nearly all of them are pods of other schedulers, which the store keeps
-only as capacity (``scheduler.state.ForeignPod``). So a Pod event is first read for whose pod it is (labels and
-``schedulerName``, ~2 µs with msgspec, which skips the rest); then a pod of another scheduler goes through a typed
-msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits,
+only as capacity (``scheduler.kube.foreign.ForeignPod``). So a Pod event is first read for whose pod it is (labels
+and ``schedulerName``, ~2 µs with msgspec, which skips the rest); then a pod of another scheduler goes through a
+typed msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits,
 overhead (~4 µs for a 3 KB pod, against ~25 µs for the pydantic model: ``benchmarks/bench_watch.py``) — and
 becomes a ``ForeignPod``, its quantities parsed once and bounds-checked as the model's would be; only our pods are
 decoded into the full ``Pod`` model.
 
 What the fast path cannot read — ERROR and BOOKMARK events, an object it refuses — comes back ``None``, and the
-watcher reads it as a dict: ``parse`` then names a bad object's field in the log and skips it.
+informer reads it as a dict: ``parse`` then names a bad object's field in the log and skips it. ``JsonDecoder``
+has no fast path: its readers (the reconciler, initc) want objects whole, as the API server serves them.
 """
 
 from __future__ import annotations
@@ -21,18 +22,28 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, cast
 
 import msgspec
 from pydantic import BaseModel, Field, ValidationError
 
+from api.core import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.grove import PodGang
-from api.kube import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.quantity import QuantityError, check_units
-from scheduler.state.foreign import ForeignPod
+from scheduler.kube.foreign import ForeignPod
 
-__all__ = ["CHANGES", "Change", "Decoder", "EventType", "Model", "ModelDecoder", "PodDecoder", "Unchanged"]
+__all__ = [
+    "CHANGES",
+    "Change",
+    "Decoder",
+    "EventType",
+    "JsonDecoder",
+    "Model",
+    "ModelDecoder",
+    "PodDecoder",
+    "Unchanged",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,20 +61,39 @@ class Unchanged(NamedTuple):
 
 
 ModelT = TypeVar("ModelT", Node, Pod, PodGang)
+ObjT_co = TypeVar("ObjT_co", covariant=True)
 
 
-class Decoder(Protocol):
-    """One kind's decoding, used by that kind's watch thread alone."""
+class Decoder(Protocol[ObjT_co]):
+    """One informer's decoding, used by its thread alone: bytes in, the objects its handlers receive out."""
 
-    def change(self, line: bytes) -> Change | Unchanged | None:
-        """A change event's line decoded; ``Unchanged`` when the store already holds the object as it would be
-        decoded (only its version moved); ``None`` when it is not a change the fast path reads."""
+    def change(self, line: bytes) -> tuple[EventType, ObjT_co, str] | Unchanged | None:
+        """A change event's line decoded, with its resourceVersion; ``Unchanged`` when the handlers already hold
+        the object as it would be decoded (only its version moved); ``None`` when it is not a change the fast
+        path reads."""
 
-    def page(self, data: bytes) -> tuple[list[Model], dict[str, Any]]:
+    def page(self, data: bytes) -> tuple[Sequence[ObjT_co], dict[str, Any]]:
         """A list page's items (bad ones skipped, named in the log) and its ``metadata``."""
 
-    def parse(self, item: dict[str, Any]) -> Model | None:
+    def parse(self, item: dict[str, Any]) -> ObjT_co | None:
         """One object from a dict (the slow path); ``None`` (and a warning naming the field) if it is invalid."""
+
+
+class JsonDecoder:
+    """Objects whole, as the API server serves them (list items stamped with ``kind``/``apiVersion``)."""
+
+    def __init__(self, *, stamp: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self._stamp = stamp
+
+    def change(self, line: bytes) -> None:
+        return None  # one ``json.loads`` on the informer's dict path is the whole decode
+
+    def page(self, data: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        body = json.loads(data)
+        return [self._stamp(item) for item in body.get("items") or []], body.get("metadata") or {}
+
+    def parse(self, item: dict[str, Any]) -> dict[str, Any]:
+        return item
 
 
 def _skipped(kind: str, item: Mapping[str, Any], err: ValidationError) -> None:

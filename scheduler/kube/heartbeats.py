@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from api.kube import Node
+from api.core import Node
 from scheduler.kube.decoding import Change, Model, ModelDecoder, Unchanged
 from scheduler.kube.listing import NODES
 

@@ -51,8 +51,8 @@ def _micro_time(moment: datetime) -> datetime:
 
 
 class LeaseElector:
-    """Implements ``scheduler.leadership.Leadership``. ``step`` is one attempt (tests drive it with fake clocks);
-    ``start`` runs attempts every ``retry_period`` in a daemon thread until ``stop`` is set, then releases."""
+    """Implements ``scheduler.extender.leadership.Leadership``. ``step`` is one attempt (tests drive it with fake
+    clocks); ``start`` runs attempts every ``retry_period`` in a daemon thread until ``stop`` is set, then releases."""
 
     def __init__(
         self,

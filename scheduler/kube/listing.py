@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from api.grove import GROVE_API_VERSION, SCHEDULER_API_VERSION
 from scheduler.kube.connect import READ_TIMEOUT
+from scheduler.kube.decoding import JsonDecoder
 
 __all__ = [
+    "ALL_PODS",
     "CLUSTER_TOPOLOGY_BINDINGS",
     "NODES",
+    "PODCLIQUES",
+    "PODCLIQUESCALINGGROUPS",
     "PODCLIQUESETS",
     "PODGANGS",
     "PODS",
@@ -33,7 +37,7 @@ PAGE_SIZE = 500
 _LIST_ATTEMPTS = 3
 
 ItemT = TypeVar("ItemT")
-PageDecoder = Callable[[bytes], tuple[list[ItemT], dict[str, Any]]]
+PageDecoder = Callable[[bytes], tuple[Sequence[ItemT], dict[str, Any]]]
 """A list page's body → its items and its ``metadata`` (``resourceVersion``, ``continue``)."""
 
 
@@ -43,20 +47,24 @@ class ListExpiredError(RuntimeError):
 
 @dataclass(frozen=True)
 class Resource:
-    """A resource to list or watch across all namespaces."""
+    """A resource to list or watch, across all namespaces or in one."""
 
     kind: str
     api_version: str  # "v1" for core, "group/version" otherwise
     plural: str
     field_selector: str | None = None
 
-    def list_call(self, api_client: client.ApiClient) -> Callable[..., Any]:
-        """The generated client's cluster-wide list (and, with ``watch=True``, watch) method."""
+    def list_call(self, api_client: client.ApiClient, *, namespace: str | None = None) -> Callable[..., Any]:
+        """The generated client's list (and, with ``watch=True``, watch) method: cluster-wide, or in ``namespace``."""
         group, _, version = self.api_version.rpartition("/")
         if group:
             custom = client.CustomObjectsApi(api_client)
+            if namespace:
+                return functools.partial(custom.list_namespaced_custom_object, group, version, namespace, self.plural)
             return functools.partial(custom.list_cluster_custom_object, group, version, self.plural)
         core = client.CoreV1Api(api_client)
+        if namespace:
+            return functools.partial({"pods": core.list_namespaced_pod}[self.plural], namespace)
         calls: dict[str, Callable[..., Any]] = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces}
         return calls[self.plural]
 
@@ -73,10 +81,16 @@ NODES = Resource(kind="Node", api_version="v1", plural="nodes")
 PODS = Resource(
     kind="Pod", api_version="v1", plural="pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
 )
-PODGANGS = Resource(kind="PodGang", api_version="scheduler.grove.io/v1alpha1", plural="podgangs")
-PODCLIQUESETS = Resource(kind="PodCliqueSet", api_version="grove.io/v1alpha1", plural="podcliquesets")
+# Pods in every phase: the reconciler and initc select theirs by label, and a pod that fails is news to them.
+ALL_PODS = Resource(kind="Pod", api_version="v1", plural="pods")
+PODGANGS = Resource(kind="PodGang", api_version=SCHEDULER_API_VERSION, plural="podgangs")
+PODCLIQUESETS = Resource(kind="PodCliqueSet", api_version=GROVE_API_VERSION, plural="podcliquesets")
+PODCLIQUES = Resource(kind="PodClique", api_version=GROVE_API_VERSION, plural="podcliques")
+PODCLIQUESCALINGGROUPS = Resource(
+    kind="PodCliqueScalingGroup", api_version=GROVE_API_VERSION, plural="podcliquescalinggroups"
+)
 CLUSTER_TOPOLOGY_BINDINGS = Resource(
-    kind="ClusterTopologyBinding", api_version="grove.io/v1alpha1", plural="clustertopologybindings"
+    kind="ClusterTopologyBinding", api_version=GROVE_API_VERSION, plural="clustertopologybindings"
 )
 
 
@@ -88,12 +102,8 @@ def list_all(
     on_page: Callable[[int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """Every item of ``resource`` as a JSON dict (with ``kind``/``apiVersion``), and the list's resourceVersion."""
-
-    def raw(data: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        body = json.loads(data)
-        return [resource.stamp(item) for item in body.get("items") or []], body.get("metadata") or {}
-
-    return list_decoded(api_client, resource, decode=raw, page_size=page_size, on_page=on_page)
+    decode = JsonDecoder(stamp=resource.stamp).page
+    return list_decoded(api_client, resource, decode=decode, page_size=page_size, on_page=on_page)
 
 
 def list_decoded(
@@ -101,18 +111,20 @@ def list_decoded(
     resource: Resource,
     *,
     decode: PageDecoder[ItemT],
+    namespace: str | None = None,
+    label_selector: str | None = None,
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
 ) -> tuple[list[ItemT], str]:
-    """Every item of ``resource`` as ``decode`` makes it, and the list's resourceVersion (the point a watch
-    resumes from).
+    """Every item of ``resource`` (in ``namespace``, matching ``label_selector``, when given) as ``decode`` makes
+    it, and the list's resourceVersion (the point a watch resumes from).
 
     Pages of ``page_size`` keep the API server's memory flat on large clusters, and each page is decoded as it
     arrives, so a large cluster's raw JSON is never held whole. The pages form one consistent snapshot; if the
     continue token expires half-way, the list restarts from scratch rather than mixing two points in time.
     ``on_page`` hears the number of items fetched so far.
     """
-    call = resource.list_call(api_client)
+    call = resource.list_call(api_client, namespace=namespace)
     for attempt in range(1, _LIST_ATTEMPTS + 1):
         items: list[ItemT] = []
         token: str | None = None
@@ -123,6 +135,8 @@ def list_decoded(
                 kwargs["_continue"] = token
             if resource.field_selector:
                 kwargs["field_selector"] = resource.field_selector
+            if label_selector:
+                kwargs["label_selector"] = label_selector
             try:
                 response = call(**kwargs)
             except ApiException as err:

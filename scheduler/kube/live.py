@@ -1,4 +1,4 @@
-"""The live cluster behind ``serve``: watches feeding the store, the real writer, and the Lease elector.
+"""The live cluster behind ``serve``: the mirror's informers feeding the store, the real writer, and the Lease elector.
 
 ``serve`` picks the mode: ``--snapshot`` is embedded; ``--kubeconfig FILE`` is live from that file; ``--in-cluster``,
 or running in a pod (``KUBERNETES_SERVICE_HOST`` set) with neither of the others, is live from the service account.
@@ -18,7 +18,7 @@ from kubernetes.client import ApiClient
 
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.lease import LeaseElector
-from scheduler.kube.watch import WatchedStore, start_watchers
+from scheduler.kube.mirror import WatchedStore, start_mirror
 from scheduler.kube.writer import KubeClusterWriter
 
 __all__ = ["LiveCluster", "connect_live", "default_namespace", "wants_in_cluster"]
@@ -53,7 +53,7 @@ class LiveCluster:
 
     def start(self, store: WatchedStore) -> None:
         """Start watching into ``store`` and campaigning for the Lease."""
-        self.threads = start_watchers(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
+        self.threads = start_mirror(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
         self.threads.append(self.elector.start(self.stop))
 
     def alive(self) -> bool:

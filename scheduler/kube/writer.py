@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from kubernetes.client import ApiClient
 
-from api.grove import SCHEDULER_GROUP
-from scheduler.cluster_writer import WriteError
+from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
 from scheduler.kube.connect import WRITE_TIMEOUT
+from scheduler.kube.errors import WriteError
 from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply
 
 __all__ = ["KubeClusterWriter"]
@@ -77,8 +77,8 @@ def _stamp(moment: datetime) -> str:
 
 
 class KubeClusterWriter:
-    """Implements ``scheduler.cluster_writer.ClusterWriter`` with the connection settings of ``api_client`` (the
-    one the watches use). ``bind`` is awaited on the caller's event loop; the others block the calling thread."""
+    """Implements ``scheduler.extender.cluster_writer.ClusterWriter`` with the connection settings of ``api_client``
+    (the one the watches use). ``bind`` is awaited on the caller's event loop; the others block the calling thread."""
 
     def __init__(
         self,
@@ -148,7 +148,7 @@ class KubeClusterWriter:
         self._send(
             f"updating status of PodGang {namespace}/{name}",
             "PATCH",
-            f"/apis/{SCHEDULER_GROUP}/v1alpha1/namespaces/{namespace}/podgangs/{name}/status",
+            f"{SCHEDULER_API_PATH}/namespaces/{namespace}/podgangs/{name}/status",
             {"status": status},
             _MERGE_PATCH,
         )
@@ -167,7 +167,7 @@ class KubeClusterWriter:
         # core/v1 rather than events.k8s.io/v1: whole-second timestamps (MicroTime needs exactly six digits).
         moment = self._clock()
         now = _stamp(moment)
-        api_version = "v1" if kind == "Pod" else f"{SCHEDULER_GROUP}/v1alpha1"
+        api_version = "v1" if kind == "Pod" else SCHEDULER_API_VERSION
         involved = {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace}
         event = {
             "apiVersion": "v1",

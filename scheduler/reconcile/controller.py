@@ -1,11 +1,13 @@
-"""The reconcile loop: read a PodCliqueSet and what exists for it, converge, report status.
+"""The reconcile loop: read a PodCliqueSet and what exists for it, hold it to the rules, work out the desired
+state, run the components, report status.
 
 One ``reconcile`` is level-triggered and idempotent: it derives everything from the objects it lists, never from
-memory of an earlier pass, so a restart (or two passes in a row) neither duplicates nor loses a pod. Order inside
-a pass, as Grove's controllers order theirs: PodCliqueScalingGroups and PodCliques (whose live ``replicas`` say how
-many group replicas and pods there are), headless Services, HPAs and the startup-order identity (which the pods
-name), the pods (gated), PodGangs listing them, the gates Grove would lift, then status — and gang termination, which
-deletes what stayed broken too long for the next pass to recreate.
+memory of an earlier pass, so a restart (or two passes in a row) neither duplicates nor loses a pod. A pass is, in
+order: the PodCliqueSet and what exists for it (``components.observed``); Grove's defaults and rules (``rules``),
+which refuse it whole or let it through; the desired state (``desired``); every component in the registry's
+converge order (``components.registry``); PodClique and scaling-group status (``status.writer``); the components
+that act on that status (gang termination, which deletes what stayed broken too long for the next pass to
+recreate); then the PodCliqueSet's own status (``status.reporting``).
 """
 
 from __future__ import annotations
@@ -20,25 +22,23 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet
-from scheduler.reconcile.api import ApiError, KubeObject, ObjectKey, OwnedKind, ReconcileApi
-from scheduler.reconcile.clique_sync import CliqueSync
-from scheduler.reconcile.defaults import with_defaults
-from scheduler.reconcile.desired import LiveScale, desired_state
-from scheduler.reconcile.fields import FieldError
-from scheduler.reconcile.gang_sync import GangSync
-from scheduler.reconcile.gates import lift_gates
-from scheduler.reconcile.immutability import SHAPE_STATUS_KEY, update_errors
-from scheduler.reconcile.limits import Limits
-from scheduler.reconcile.owned import OwnedObjects, list_owned_objects
-from scheduler.reconcile.pod_sync import PodRefused, PodSync
-from scheduler.reconcile.reporting import StatusReporter
-from scheduler.reconcile.status import Clock
-from scheduler.reconcile.supporting import SupportingObjects
-from scheduler.reconcile.topology_rules import topology_name
-from scheduler.reconcile.upkeep import Upkeep
-from scheduler.reconcile.validation import validate
+from scheduler.reconcile.client import ApiError, KubeObject, ObjectKey, ReconcileApi
+from scheduler.reconcile.components.component import Component, ComponentKind, PassState, Refused
+from scheduler.reconcile.components.observed import Observed, live_scale, observe
+from scheduler.reconcile.components.registry import AFTER_STATUS, CONVERGE, TEARDOWN, pcs_components
+from scheduler.reconcile.desired.state import desired_state
+from scheduler.reconcile.rules.defaults import with_defaults
+from scheduler.reconcile.rules.features import Features
+from scheduler.reconcile.rules.fields import FieldError
+from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_errors
+from scheduler.reconcile.rules.limits import Limits
+from scheduler.reconcile.rules.topology import topology_name
+from scheduler.reconcile.rules.validation import validate
+from scheduler.reconcile.status.conditions import Clock
+from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
+from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
 
-__all__ = ["DEFAULT_INITC_IMAGE", "Outcome", "Reconciler"]
+__all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 
 log = logging.getLogger(__name__)
 DEFAULT_INITC_IMAGE = "grove-extender:0.1.0"  # the image this package ships in; `reconcile --initc-image` overrides
@@ -49,7 +49,7 @@ def _utcnow() -> datetime:
 
 
 @dataclass
-class Outcome:
+class PassOutcome:
     """What one pass did: writes issued, whether the spec was valid, pods still waiting for their gate, and in how
     many seconds the PodCliqueSet must be reconciled again even if nothing changes (a breached gang's
     ``terminationDelay`` running out, as Grove requeues after it)."""
@@ -65,10 +65,22 @@ class Outcome:
 class Reconciler:
     api: ReconcileApi
     scheduler_name: str = "grove"
+    features: Features = field(default_factory=Features)
     rng: random.Random = field(default_factory=random.Random)
     clock: Clock = _utcnow
     initc_image: str = DEFAULT_INITC_IMAGE
     limits: Limits = field(default_factory=Limits)
+    components: dict[ComponentKind, Component] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.components = pcs_components(
+            api=self.api,
+            clock=self.clock,
+            rng=self.rng,
+            scheduler_name=self.scheduler_name,
+            initc_image=self.initc_image,
+            features=self.features,
+        )
 
     # --- loop ----------------------------------------------------------------------------------------------
 
@@ -121,92 +133,73 @@ class Reconciler:
 
     # --- one pass ------------------------------------------------------------------------------------------
 
-    def reconcile(self, namespace: str, name: str) -> Outcome:
-        outcome = Outcome()
+    def reconcile(self, namespace: str, name: str) -> PassOutcome:
+        outcome = PassOutcome()
         raw = self.api.get_podcliqueset(namespace, name)
         if raw is None:
             outcome.writes += self._delete_orphans(namespace, name)
             return outcome
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
-            return outcome  # the garbage collector removes what it owns
+            # Going (a foreground deletion, or another finalizer holds it): tear down what it owns now, releasing
+            # the finalizers the garbage collector would otherwise wait on.
+            outcome.writes += self._delete_orphans(namespace, name)
+            return outcome
         try:
             user = PodCliqueSet.model_validate(raw)
         except ValidationError as err:
             errors = [FieldError(_path(e["loc"]), e["msg"]) for e in err.errors()]
             return self._rejected(raw, errors, outcome)
         pcs = with_defaults(user)
-        owned = list_owned_objects(self.api, pcs)
+        observed = observe(self.api, pcs)
         binding = self._binding(pcs)
+        if errors := self._broken_rules(raw, pcs, binding=binding, observed=observed):
+            return self._rejected(raw, errors, outcome)
+        desired = desired_state(pcs, binding, live_scale(observed, self.limits))
+        state = PassState(pcs=pcs, desired=desired, observed=observed)
+        try:
+            for component in self._in_order(CONVERGE):
+                outcome.writes += component.sync(state)
+        except Refused as refused:  # a pod the API server refused, a template nowhere: the user's to mend
+            return self._rejected(raw, [refused.error], outcome)
+        outcome.gated = state.gated
+        writer = StatusWriter(api=self.api, clock=self.clock)
+        outcome.writes += write_clique_statuses(
+            writer, groups=state.groups, podcliques=state.podcliques, pods=state.pods_by_clique
+        )
+        for component in self._in_order(AFTER_STATUS):
+            outcome.writes += component.sync(state)
+        outcome.requeue_after = state.requeue_after
+        outcome.writes += self._reporter().accepted(
+            raw, pcs=pcs, desired=desired, gangs=state.gangs, pods_by_clique=state.pods_by_clique, binding=binding
+        )
+        return outcome
+
+    def _broken_rules(
+        self, raw: KubeObject, pcs: PodCliqueSet, *, binding: ClusterTopologyBinding | None, observed: Observed
+    ) -> list[FieldError]:
         accepted = (raw.get("status") or {}).get(SHAPE_STATUS_KEY)
         # Grove's create-only rules apply until we first accept the PodCliqueSet (or adopt objects made before).
-        creating = accepted is None and not owned.pods and not owned.gangs
+        creating = accepted is None and not observed.pods and not observed.gangs
         errors = validate(
             pcs,
             binding=binding,
             creating=creating,
             scheduler_names=frozenset({self.scheduler_name}),
+            default_scheduler=self.features.default_scheduler or self.scheduler_name,
+            mnnvl=self.features.mnnvl,
             limits=self.limits,
         )
         if accepted is not None:
             errors += update_errors(accepted, pcs)
-        if errors:
-            return self._rejected(raw, errors, outcome)
-        desired = desired_state(pcs, binding, self._live_scale(owned))
-        groups, podcliques, outcome.writes = CliqueSync(self.api).sync(
-            pcs, desired=desired, live_groups=owned.groups, live_cliques=owned.cliques
-        )
-        # Before the pods: a pod naming a ServiceAccount that does not exist yet is refused by the API server.
-        outcome.writes += SupportingObjects(self.api).sync(pcs, desired=desired, owned=owned)
-        syncer = PodSync(self.api, rng=self.rng, scheduler_name=self.scheduler_name, initc_image=self.initc_image)
-        try:
-            pods_by_clique, writes = syncer.sync(pcs, cliques=desired.cliques(), podcliques=podcliques, pods=owned.pods)
-        except PodRefused as refused:  # the API server's own pod validation: as much the user's error as ours
-            return self._rejected(raw, [refused.error], outcome)
-        outcome.writes += writes
-        gangs, writes = GangSync(api=self.api, clock=self.clock, scheduler_name=self.scheduler_name).sync(
-            pcs, desired=desired, live=owned.gangs, pods_by_clique=pods_by_clique
-        )
-        outcome.writes += writes
-        lifted, outcome.gated = lift_gates(self.api, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique)
-        outcome.writes += lifted
-        upkeep = Upkeep(api=self.api, clock=self.clock)
-        writes, outcome.requeue_after = upkeep.run(
-            pcs, desired=desired, groups=groups, podcliques=podcliques, pods=pods_by_clique
-        )
-        outcome.writes += writes
-        outcome.writes += self._reporter().accepted(
-            raw, pcs=pcs, desired=desired, gangs=gangs, pods_by_clique=pods_by_clique, binding=binding
-        )
-        return outcome
+        return errors
 
-    def _live_scale(self, owned: OwnedObjects) -> LiveScale:
-        """What ``kubectl scale`` or an HPA set on the live objects; a count beyond the limits is ignored (the
-        template's applies) and said so, rather than creating a billion pods from one typo."""
+    def _in_order(self, kinds: tuple[ComponentKind, ...]) -> list[Component]:
+        return [self.components[kind] for kind in kinds if kind in self.components]
 
-        def counts(objects: dict[str, KubeObject], kind: str) -> dict[str, int]:
-            found: dict[str, int] = {}
-            for name, obj in objects.items():
-                value = (obj.get("spec") or {}).get("replicas")
-                if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.limits.replicas:
-                    found[name] = value
-                else:
-                    log.warning(
-                        "ignoring replicas kind=%s name=%s replicas=%r limit=%d",
-                        kind,
-                        name,
-                        value,
-                        self.limits.replicas,
-                    )
-            return found
+    def _reporter(self) -> PodCliqueSetStatusReporter:
+        return PodCliqueSetStatusReporter(api=self.api, clock=self.clock)
 
-        return LiveScale(
-            groups=counts(owned.groups, "PodCliqueScalingGroup"), cliques=counts(owned.cliques, "PodClique")
-        )
-
-    def _reporter(self) -> StatusReporter:
-        return StatusReporter(api=self.api, clock=self.clock)
-
-    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: Outcome) -> Outcome:
+    def _rejected(self, raw: KubeObject, errors: list[FieldError], outcome: PassOutcome) -> PassOutcome:
         outcome.valid = False
         outcome.errors = [str(error) for error in errors]
         outcome.writes += self._reporter().rejected(raw, errors)
@@ -222,27 +215,8 @@ class Reconciler:
             return None
 
     def _delete_orphans(self, namespace: str, name: str) -> int:
-        """The garbage collector does this on a real cluster; doing it too makes deletion prompt and
-        GC-independent. Objects the PodCliqueSet owned directly go; what they own goes with them."""
-        writes = 0
-        kinds: tuple[OwnedKind, ...] = (
-            "PodCliqueScalingGroup",
-            "PodClique",
-            "Pod",
-            "PodGang",
-            "Service",
-            "HorizontalPodAutoscaler",
-            "RoleBinding",
-            "Role",
-            "ServiceAccount",
-        )
-        for kind in kinds:
-            for obj in self.api.list_owned(kind, namespace=namespace, part_of=name):
-                refs = obj["metadata"].get("ownerReferences") or []
-                if any(r.get("kind") == "PodCliqueSet" and r.get("name") == name for r in refs):
-                    self.api.delete(kind, namespace=namespace, name=obj["metadata"]["name"])
-                    writes += 1
-        return writes
+        """What a deleted PodCliqueSet owned directly; what those owned goes with them."""
+        return sum(component.delete(namespace=namespace, pcs=name) for component in self._in_order(TEARDOWN))
 
 
 def _path(location: tuple[int | str, ...]) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from scheduler.reconcile.api import KubeObject
+from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.limits import Limits
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
+from scheduler.reconcile.rules.features import Features
+from scheduler.reconcile.rules.limits import Limits
 
 __all__ = ["DryRunRejected", "dry_run"]
 
@@ -40,7 +41,12 @@ def _envelope_error(obj: KubeObject) -> str | None:
 
 
 def dry_run(
-    objects: Iterable[KubeObject], *, scheduler_name: str = "grove", seed: int = 0, limits: Limits | None = None
+    objects: Iterable[KubeObject],
+    *,
+    scheduler_name: str = "grove",
+    seed: int = 0,
+    limits: Limits | None = None,
+    features: Features | None = None,
 ) -> KubeObject:
     """``objects``: PodCliqueSets, optionally with the ClusterTopologyBinding they name."""
     api = InMemoryApi()
@@ -53,7 +59,13 @@ def dry_run(
         api.apply(obj)
     if not api.of_kind("PodCliqueSet"):
         raise DryRunRejected("no PodCliqueSet in the input")
-    reconciler = Reconciler(api, scheduler_name=scheduler_name, rng=random.Random(seed), limits=limits or Limits())
+    reconciler = Reconciler(
+        api,
+        scheduler_name=scheduler_name,
+        rng=random.Random(seed),
+        limits=limits or Limits(),
+        features=features or Features(),
+    )
     problems: list[str] = []
     for pcs in api.list_podcliquesets():
         meta = pcs["metadata"]

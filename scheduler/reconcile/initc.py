@@ -2,43 +2,31 @@
 
 Grove's init container (``operator/initc``) takes ``--podcliques=<parentFQN>:<minAvailable>`` once per parent,
 watches pods, and exits when each parent has enough Ready pods. This is ours, run as ``grove-extender initc``: one
-list-then-watch of the parents' pods (label ``grove.io/podclique in (…)``), relisted on 410 Gone or any error after
-a bounded exponential backoff (0.5 s doubling to 30 s; a good list resets it). A stop (SIGTERM) ends the wait at once.
-The state is a pure class (``ParentWait``) fed by ``wait_for_parents``; the Kubernetes side is a small protocol.
+informer (``scheduler.kube.informer``) on the parents' pods (label ``grove.io/podclique in (…)``), which relists on
+410 Gone and retries any error after a bounded exponential backoff (0.5 s doubling to 30 s, unjittered). A stop
+(SIGTERM) ends the wait at once. The state is a pure class (``ParentWait``) that the informer's handler feeds.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from urllib3.exceptions import HTTPError
+from kubernetes.client import ApiClient
 
-from scheduler.reconcile.api import ApiError
-from scheduler.reconcile.names import LABEL_PODCLIQUE
+from api.grove import LABEL_PODCLIQUE
+from scheduler.kube.backoff import Backoff
+from scheduler.kube.decoding import EventType, JsonDecoder
+from scheduler.kube.informer import Informer, start_informers
+from scheduler.kube.listing import ALL_PODS
 
-__all__ = ["Backoff", "ParentWait", "PodSource", "parse_podcliques", "wait_for_parents"]
+__all__ = ["ParentWait", "parse_podcliques", "wait_for_parents"]
 
 log = logging.getLogger(__name__)
-
-
-class PodSource(Protocol):
-    """The two reads the init container makes (``KubeApi`` implements them over HTTP)."""
-
-    def list_pods(self, namespace: str, selector: str) -> tuple[list[dict[str, Any]], str]:
-        """Pods matching ``selector`` and the list's resourceVersion; raises ``ApiError`` when refused."""
-        ...
-
-    def watch_pods(self, namespace: str, selector: str, version: str) -> Iterator[dict[str, Any]]:
-        """``{type, object}`` events after ``version`` until the server ends the watch; ``ApiError`` on 410."""
-        ...
-
-    def close_streams(self) -> None:
-        """Unblock an open watch from another thread (on stop)."""
-        ...
+_JOIN_SECONDS = 10.0
 
 
 def parse_podcliques(values: Iterable[str]) -> dict[str, int]:
@@ -95,54 +83,54 @@ class ParentWait:
         )
 
 
-@dataclass
-class Backoff:
-    """Bounded exponential backoff for API errors: ``first`` doubling up to ``cap`` seconds."""
+class _Progress:
+    """The informer's handler: feeds ``wait`` and sets ``done`` once it is satisfied."""
 
-    first: float = 0.5
-    cap: float = 30.0
-    current: float = 0.0
+    def __init__(self, wait: ParentWait, done: threading.Event) -> None:
+        self._wait = wait
+        self._done = done
 
-    def next(self) -> float:
-        self.current = min(self.cap, self.current * 2 if self.current else self.first)
-        return self.current
+    def on_list(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        self._wait.relist(pods)
+        log.info("initc listed pods=%d progress=%s", len(pods), self._wait.progress())
+        self._check()
 
-    def reset(self) -> None:
-        self.current = 0.0
+    def on_event(self, event_type: EventType, pod: Mapping[str, Any]) -> None:
+        before = self._wait.progress()
+        self._wait.observe(event_type, pod)
+        if self._wait.progress() != before:
+            log.info("initc progress=%s", self._wait.progress())
+        self._check()
+
+    def _check(self) -> None:
+        if self._wait.satisfied() and not self._done.is_set():
+            log.info("initc parents ready progress=%s", self._wait.progress())
+            self._done.set()
 
 
 def wait_for_parents(
-    source: PodSource, *, namespace: str, wait: ParentWait, stop: threading.Event, backoff: Backoff | None = None
+    api_client: ApiClient,
+    *,
+    namespace: str,
+    wait: ParentWait,
+    stop: threading.Event,
+    backoff: Backoff | None = None,
 ) -> bool:
-    """Block until ``wait`` is satisfied (True) or ``stop`` is set (False)."""
-    backoff = backoff or Backoff()
+    """Block until ``wait`` is satisfied (True) or ``stop`` is set first (False). ``stop`` is set on return either
+    way: it is what ends the informer."""
     selector = f"{LABEL_PODCLIQUE} in ({','.join(sorted(wait.required))})"
+    informer = Informer(
+        api_client=api_client,
+        resource=ALL_PODS,
+        decoder=JsonDecoder(stamp=ALL_PODS.stamp),
+        namespace=namespace,
+        label_selector=selector,
+        backoff=backoff or Backoff(jitter=False),
+    )
+    informer.add_handler(_Progress(wait, stop))
     log.info("initc waiting namespace=%s parents=%s", namespace, wait.progress())
-    while not stop.is_set():
-        try:
-            pods, version = source.list_pods(namespace, selector)
-            wait.relist(pods)
-            backoff.reset()
-            log.info("initc listed pods=%d progress=%s", len(pods), wait.progress())
-            if wait.satisfied():
-                log.info("initc parents ready progress=%s", wait.progress())
-                return True
-            for event in source.watch_pods(namespace, selector, version):
-                if stop.is_set():
-                    return False
-                kind, pod = event.get("type", ""), event.get("object") or {}
-                before = wait.progress()
-                wait.observe(kind, pod)
-                if wait.progress() != before:
-                    log.info("initc progress=%s", wait.progress())
-                if wait.satisfied():
-                    log.info("initc parents ready progress=%s", wait.progress())
-                    return True
-        except (ApiError, OSError, ValueError, HTTPError) as err:  # HTTPError: urllib3's cut-off watch stream
-            if stop.is_set():
-                return False
-            delay = backoff.next()
-            status = err.status if isinstance(err, ApiError) else 0
-            log.warning("initc api error status=%d error=%s retry_in=%.1fs", status, err, delay)
-            stop.wait(delay)
-    return False
+    threads = start_informers([informer], stop)
+    stop.wait()
+    for thread in threads:
+        thread.join(timeout=_JOIN_SECONDS)
+    return wait.satisfied()

@@ -88,7 +88,10 @@ RESOURCES: dict[str, Resource] = {
     CORE_EVENTS: Resource("Event", namespaced=True),
     PODGANGS: Resource("PodGang", namespaced=True, status_subresource=True, status_required=("phase",)),
     PODCLIQUESETS: Resource(
-        "PodCliqueSet", namespaced=True, status_subresource=True, scale=Scale(".spec.replicas", ".status.replicas")
+        "PodCliqueSet",
+        namespaced=True,
+        status_subresource=True,
+        scale=Scale(".spec.replicas", ".status.replicas", ".status.hpaPodSelector"),
     ),
     # The paths of Grove's CRDs (and ours in deploy/crds): PodClique's selector field is `hpaPodSelector`.
     PODCLIQUES: Resource(
@@ -107,6 +110,9 @@ RESOURCES: dict[str, Resource] = {
     SERVICEACCOUNTS: Resource("ServiceAccount", namespaced=True),
     ROLES: Resource("Role", namespaced=True),
     ROLEBINDINGS: Resource("RoleBinding", namespaced=True),
+    "resource.k8s.io/v1/resourceclaims": Resource("ResourceClaim", namespaced=True, status_subresource=True),
+    "resource.k8s.io/v1/resourceclaimtemplates": Resource("ResourceClaimTemplate", namespaced=True),
+    "resource.nvidia.com/v1beta1/computedomains": Resource("ComputeDomain", namespaced=True, status_subresource=True),
     TOPOLOGY_BINDINGS: Resource("ClusterTopologyBinding", namespaced=False, status_subresource=True),
     LEASES: Resource("Lease", namespaced=True),
     EVENTS: Resource("Event", namespaced=True),

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from api.kube import Node, Pod
+from api.core import Node, Pod
 from scheduler.kube.decoding import ModelDecoder, PodDecoder
+from scheduler.kube.foreign import ForeignPod, OurPods
 from scheduler.kube.listing import NODES, PODS
-from scheduler.state import ForeignPod, OurPods
 from tests.builders import make_node, make_pod
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from api.grove import PodGang
-from scheduler.coordinator.gang_state import GroupCount
-from scheduler.coordinator.status import partially_bound_status, scheduled_status, unscheduled_status
+from scheduler.extender.coordinator.gang_state import GroupCount
+from scheduler.extender.coordinator.status import partially_bound_status, scheduled_status, unscheduled_status
 from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
 from tests.crd_schema import violations

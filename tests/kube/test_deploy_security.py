@@ -14,7 +14,7 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from scheduler.cli.certs import CLIENT_SECRET, SERVER_SECRET, issue, secrets_manifest, service_names
+from scheduler.cli.certs import CLIENT_NAME, CLIENT_SECRET, SERVER_SECRET, issue, secrets_manifest, service_names
 from tests.conftest import REPO_ROOT
 from tests.manifests import DEPLOY, documents, extender_args, find, of_kind, pod_spec, scheduler_config
 from tests.pod_security import restricted_violations
@@ -62,6 +62,7 @@ def test_extender_requires_client_certificates_from_its_server_secret() -> None:
     container = pod_spec("grove-extender")["containers"][0]
     assert "--allow-unauthenticated" not in container["args"]
     assert "debug-port" not in args, "metrics and /debug/gangs are off by default"
+    assert args["client-san"] == CLIENT_NAME, "the name grove-extender certs gives kube-scheduler's certificate"
 
 
 def test_ports_line_up_from_the_scheduler_url_to_the_container() -> None:
@@ -117,6 +118,8 @@ def test_certs_command_writes_the_secrets_the_deployments_mount() -> None:
     assert list(client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
         ExtendedKeyUsageOID.CLIENT_AUTH
     ]
+    client_names = client.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert client_names.get_values_for_type(x509.DNSName) == [extender_args()["client-san"]]
     assert "PRIVATE KEY" not in secrets[SERVER_SECRET]["stringData"]["ca.crt"], "the CA's key is never written"
 
 
@@ -128,6 +131,7 @@ def test_cert_manager_issues_the_same_secrets_and_names() -> None:
     assert host in server["dnsNames"]
     assert set(server["dnsNames"]) == set(service_names("grove-extender", "grove-system"))
     assert "server auth" in server["usages"] and "client auth" in client["usages"]
+    assert client["dnsNames"] == [extender_args()["client-san"]], "the name the extender checks on every connection"
     assert server["issuerRef"] == client["issuerRef"], "one CA signs both, so each side's ca.crt verifies the other"
     issuer = find("Issuer", server["issuerRef"]["name"])
     ca = certificates[issuer["spec"]["ca"]["secretName"]]

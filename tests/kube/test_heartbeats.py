@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.kube import Node
+from api.core import Node
 from scheduler.kube.decoding import Unchanged
 from scheduler.kube.heartbeats import NodeDecoder
 from tests.kube import objects as k

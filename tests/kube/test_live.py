@@ -14,10 +14,10 @@ import pytest
 
 from scheduler.cli import main
 from scheduler.cli.serve import build_service
-from scheduler.cluster_view import choose_levels
-from scheduler.coordinator import CoordinatorConfig
+from scheduler.extender.coordinator import CoordinatorConfig
+from scheduler.extender.state import ClusterStore
+from scheduler.extender.translation.cluster_view import choose_levels
 from scheduler.kube.live import LiveCluster, connect_live, default_namespace, wants_in_cluster
-from scheduler.state import ClusterStore
 from tests.extender_support import bind_body, filter_one, run
 from tests.fakeapi import LEASES, NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k

@@ -15,10 +15,10 @@ import pytest
 from placement import SolveOptions
 from scheduler.cli import main
 from scheduler.cli.plan import plan_snapshot
-from scheduler.cluster_view import snapshot_view
-from scheduler.kube.scrub import KEPT_ANNOTATIONS, scrub
+from scheduler.cli.snapshot_summary import summarise
+from scheduler.extender.translation.cluster_view import snapshot_view
 from scheduler.snapshot import Snapshot, load_snapshot, parse_snapshot
-from scheduler.snapshot_summary import summarise
+from scheduler.snapshot.scrub import KEPT_ANNOTATIONS, scrub
 from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 

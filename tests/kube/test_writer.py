@@ -19,8 +19,8 @@ import uvloop
 from kubernetes.client import ApiClient
 
 from scheduler.cli.certs import issue
-from scheduler.cluster_writer import WriteError
 from scheduler.kube.connect import load_api_client
+from scheduler.kube.errors import WriteError
 from scheduler.kube.http import TOKEN_SECONDS, ApiHttp
 from scheduler.kube.writer import KubeClusterWriter
 from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running

@@ -15,7 +15,7 @@ from placement import ClusterView, GangRequest, violations
 from placement.cpsat.capacity import add_capacity
 from placement.cpsat.min_replicas import add_min_replicas
 from placement.cpsat.required_pack import add_required_pack
-from placement.cpsat.variables import ModelVars
+from placement.model_vars import ModelVars
 from placement.objective import assignment_of
 from placement.problem import prepare
 from placement.request import Result, Status

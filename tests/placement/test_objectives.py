@@ -6,7 +6,7 @@ import pytest
 
 from placement import Status, solve, violations
 from placement.score import placement_score
-from scheduler.gang_request import gang_request
+from scheduler.extender.translation.gang_request import gang_request
 from tests.builders import make_node, make_pod, make_podgang
 from tests.placement.cluster import CLIQUE, GPU, ZONE, gang, group, hosts, pack, view
 from topology import HostSpec

@@ -13,12 +13,12 @@ from typing import Any
 import yaml
 
 from api.grove import PodCliqueSet
-from scheduler.reconcile.cliques import pcs_owner, podclique_object
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.defaults import with_defaults
-from scheduler.reconcile.desired import CliquePlan
-from scheduler.reconcile.memory import InMemoryApi
-from scheduler.reconcile.pods import pod_object
+from scheduler.reconcile.desired.cliques import pcs_owner, podclique_object
+from scheduler.reconcile.desired.pods import pod_object
+from scheduler.reconcile.desired.state import CliquePlan
+from scheduler.reconcile.memory_client import InMemoryApi
+from scheduler.reconcile.rules.defaults import with_defaults
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 POD_NAME = re.compile(r"^(?P<clique>.+)-[bcdfghjklmnpqrstvwxz2456789]{5}$")

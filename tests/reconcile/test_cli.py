@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from scheduler.cli import main
+from tests.fakeapi import running
 from tests.reconcile.examples import EXAMPLES, example
 
 
@@ -26,8 +27,18 @@ def test_dry_run_prints_the_list_it_would_create(capsys: pytest.CaptureFixture[s
     document = json.loads(out)
     assert document["kind"] == "List"
     kinds = Counter(item["kind"] for item in document["items"])
-    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6
-    assert kinds == {"Pod": 13, "PodGang": 2, "Service": 1, "PodClique": 6, "PodCliqueScalingGroup": 2}
+    # 2 PodCliqueScalingGroups (prefill, decode); PodCliques: 2 prefill replicas × 2 + 1 decode replica × 2 = 6;
+    # Grove's ServiceAccount, Role and RoleBinding for every PodCliqueSet (no startup order: no token Secret)
+    assert kinds == {
+        "Pod": 13,
+        "PodGang": 2,
+        "Service": 1,
+        "PodClique": 6,
+        "PodCliqueScalingGroup": 2,
+        "ServiceAccount": 1,
+        "Role": 1,
+        "RoleBinding": 1,
+    }
     pods = [item for item in document["items"] if item["kind"] == "Pod"]
     assert all(pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}] for pod in pods)
     gangs = {item["metadata"]["name"]: item for item in document["items"] if item["kind"] == "PodGang"}
@@ -45,8 +56,9 @@ def test_dry_run_yaml_and_seed(capsys: pytest.CaptureFixture[str]) -> None:
     other_code, other, _ = _dry_run(capsys, "-f", path, "--seed", "5")
     assert code == other_code == 0
     first, second = yaml.safe_load(out), yaml.safe_load(other)
-    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques
-    assert len(first["items"]) == len(second["items"]) == 16
+    # 8 pods, 1 Service, 2 PodGangs, 1 PodCliqueScalingGroup, 2 group replicas × 2 PodCliques; ServiceAccount,
+    # Role, RoleBinding
+    assert len(first["items"]) == len(second["items"]) == 19
     assert first != second  # only the pod-name suffixes differ
 
 
@@ -200,3 +212,37 @@ def test_limits_are_configurable(capsys: pytest.CaptureFixture[str], tmp_path: P
     # 3 replicas × 2 group replicas × (1 leader + 3 workers) = 24 pods > 20
     code, _, err = _dry_run(capsys, "-f", str(path), "--max-pods", "20")
     assert code == 2 and "would have 24 pods; the reconciler's limit is 20" in err
+
+
+def test_mnnvl_without_the_compute_domain_crd_exits_at_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Grove's mnnvl/preflight.go: the operator does not start with MNNVL on and no ComputeDomain CRD served.
+    with running() as server:  # a fake API server that serves no resource.nvidia.com group
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        code = main(["reconcile", "--mnnvl", "--kubeconfig", str(kubeconfig)])
+    assert code == 1
+    assert "computedomains.resource.nvidia.com" in capsys.readouterr().err
+
+
+def test_dry_run_keeps_groves_mnnvl_and_dra_fields(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Nothing is dropped: the ComputeDomains, the shared ResourceClaims and every pod's claims are in the List.
+    document = example("training-scaled")
+    document["spec"]["replicas"] = 1
+    document["metadata"]["annotations"] = {"grove.io/mnnvl-group": "nvl"}
+    requests = {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}
+    document["spec"]["template"]["resourceClaimTemplates"] = [{"name": "scratch", "templateSpec": {"spec": requests}}]
+    document["spec"]["template"]["resourceSharing"] = [{"name": "scratch", "scope": "PerReplica"}]
+    path = tmp_path / "pcs.yaml"
+    path.write_text(yaml.safe_dump(document))
+    code, out, err = _dry_run(capsys, "-f", str(path), "-o", "json")
+    assert code == 2 and "MNNVL is not enabled" in err  # off by default, as in Grove
+    code, out, _ = _dry_run(capsys, "--mnnvl", "-f", str(path), "-o", "json")
+    assert code == 0
+    items = json.loads(out)["items"]
+    assert [i["metadata"]["name"] for i in items if i["kind"] == "ComputeDomain"] == ["training-0-nvl"]
+    assert [i["metadata"]["name"] for i in items if i["kind"] == "ResourceClaim"] == ["training-0-scratch"]
+    workers = [i for i in items if i["kind"] == "Pod" and "-worker-" in i["metadata"]["name"]]
+    assert workers and all(
+        [c["name"] for c in p["spec"]["resourceClaims"]] == ["mnnvl-claim", "training-0-scratch"] for p in workers
+    )

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.reconcile.api import ApiError
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.client import ApiError
+from scheduler.reconcile.memory_client import InMemoryApi
 from tests.reconcile.examples import EXAMPLES, POD_NAME, cluster, example, gated, pod_names, pods_per_gang, reconciler
 
 NS = "default"

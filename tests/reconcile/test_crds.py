@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.reconcile.memory import InMemoryApi
+from scheduler.reconcile.memory_client import InMemoryApi
 from tests.crd_schema import CRDS, crd_schema, pruned, violations
 from tests.reconcile.examples import cluster, example, reconciler
 

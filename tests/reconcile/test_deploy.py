@@ -12,7 +12,8 @@ import yaml
 from kubernetes import client
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi
+from scheduler.reconcile.rest_client import KubeApi
+from scheduler.reconcile.rules.features import Features
 from tests.crd_schema import crd_schema, pruned
 from tests.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from tests.reconcile.examples import EXAMPLES, example
@@ -45,7 +46,21 @@ def test_crd_is_grove_pcs_with_status_and_scale() -> None:
     (version,) = spec["versions"]
     assert version["name"] == "v1alpha1" and version["storage"] and version["served"]
     assert version["subresources"]["status"] == {}
-    assert version["subresources"]["scale"]["specReplicasPath"] == ".spec.replicas"
+    # Grove's podcliqueset.go kubebuilder markers: the scale subresource, with the selector an HPA needs, and the
+    # update-progress printer columns of grove.io_podcliquesets.yaml.
+    assert version["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.hpaPodSelector",
+    }
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    progress = ".status.updateProgress."
+    assert {name: columns.get(name) for name in ("PCLQs-Updated", "PCLQs-Total", "PCSGs-Updated", "PCSGs-Total")} == {
+        "PCLQs-Updated": f"{progress}updatedPodCliquesCount",
+        "PCLQs-Total": f"{progress}totalPodCliquesCount",
+        "PCSGs-Updated": f"{progress}updatedPodCliqueScalingGroupsCount",
+        "PCSGs-Total": f"{progress}totalPodCliqueScalingGroupsCount",
+    }
 
 
 @pytest.mark.parametrize(
@@ -73,8 +88,8 @@ def _verb(request: Request) -> tuple[str, str, str]:
     return match["group"] or "", resource, verb
 
 
-def _allowed() -> set[tuple[str, str, str]]:
-    role = next(d for d in _documents(DEPLOY / "reconciler-rbac.yaml") if d["kind"] == "ClusterRole")
+def _allowed(manifest: str = "reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
+    role = next(d for d in _documents(DEPLOY / manifest) if d["kind"] == "ClusterRole")
     return {
         (group, resource, verb)
         for rule in role["rules"]
@@ -97,9 +112,26 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
     autoscaled = example("multinode-aggregated")
     autoscaled["metadata"]["name"] = "autoscaled"
     autoscaled["spec"]["template"]["podCliqueScalingGroups"][0]["scaleConfig"] = {"maxReplicas": 4}
-    names = ("multinode-aggregated", "broken", "multinode-disaggregated", "training", "autoscaled")
+    shared = example("multinode-aggregated")  # DRA resource sharing, with an external ResourceClaimTemplate
+    shared["metadata"]["name"] = "shared"
+    shared["spec"]["template"]["resourceSharing"] = [{"name": "gpu", "scope": "PerReplica"}]
+    claim_template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}},
+    }
+    names = ("multinode-aggregated", "broken", "multinode-disaggregated", "training", "autoscaled", "shared")
     with running() as server:
-        for document in (example("multinode-aggregated"), broken, topology, ordered, autoscaled):
+        for document in (
+            example("multinode-aggregated"),
+            broken,
+            topology,
+            ordered,
+            autoscaled,
+            claim_template,
+            shared,
+        ):
             server.apply(document)
         api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
         stop = threading.Event()
@@ -128,9 +160,33 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         ("autoscaling", "horizontalpodautoscalers", "create"),
         ("rbac.authorization.k8s.io", "rolebindings", "create"),
         ("", "serviceaccounts", "create"),
+        ("", "secrets", "create"),
+        ("resource.k8s.io", "resourceclaims", "create"),
+        ("resource.k8s.io", "resourceclaimtemplates", "get"),
         ("grove.io", "clustertopologybindings", "get"),
     } <= made
     assert made - _allowed() == set()
+
+
+def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
+    # Off by default: the ComputeDomain rules ship apart (deploy/reconciler-rbac-mnnvl.yaml), bound to the same account.
+    document = example("training-scaled")
+    document["metadata"]["annotations"] = {"grove.io/mnnvl-group": "nvl"}
+    with running() as server:
+        server.apply(document)
+        api = KubeApi(client.ApiClient(client.Configuration(host=server.url)))
+        reconciler = Reconciler(api, features=Features(mnnvl=True))
+        reconciler.reconcile("default", "training")
+        document["spec"]["replicas"] = 1  # a ComputeDomain released and deleted
+        server.apply(document)
+        reconciler.reconcile("default", "training")
+    made = {_verb(r) for r in server.requests}
+    domains = {("resource.nvidia.com", "computedomains", verb) for verb in ("list", "create", "update", "delete")}
+    assert domains <= made
+    assert made - _allowed() - _allowed("reconciler-rbac-mnnvl.yaml") == set()
+    assert not _allowed() & domains
+    (binding,) = [d for d in _documents(DEPLOY / "reconciler-rbac-mnnvl.yaml") if d["kind"] == "ClusterRoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
 
 
 def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:

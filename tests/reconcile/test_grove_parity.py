@@ -3,15 +3,25 @@ mirrors (Grove snapshot fcc3b3bb, operator/internal/...)."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from api.grove import ClusterTopologyBinding
-from scheduler.reconcile.desired import desired_state
-from scheduler.reconcile.gangs import service_object
-from scheduler.reconcile.topology_rules import binding_errors
-from scheduler.reconcile.validation import validate
+from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.desired.services import service_object
+from scheduler.reconcile.desired.state import desired_state
+from scheduler.reconcile.memory_client import InMemoryApi
+from scheduler.reconcile.rest_client import KubeApi
+from scheduler.reconcile.rules.features import Features
+from scheduler.reconcile.rules.topology import binding_errors
+from scheduler.reconcile.rules.validation import validate
+from tests.fakeapi import FakeApiServer, running
+from tests.fakeapi.resources import ROLES
 from tests.reconcile.examples import built_pod, cluster, example, pcs_model, reconciler
 
 T = "spec.template"
@@ -102,30 +112,59 @@ def test_grove_env_is_prepended_to_containers_and_init_containers_in_groves_orde
 # --- webhook/admission/pcs/validation/podcliqueset_test.go: TestValidateSchedulerNames ---------------------------
 
 
+SAME = f"{T}.cliques.spec.podSpec.schedulerName: the schedulerName for all pods have to be the same"
+
+
 @pytest.mark.parametrize(
-    ("names", "errors"),
+    ("default", "names", "errors"),
     [
-        pytest.param(["", ""], [], id="all empty with default default-scheduler"),
-        pytest.param(["default-scheduler", "default-scheduler"], [], id="all same default-scheduler"),
-        pytest.param(["", "default-scheduler"], [], id="mixed empty and default-scheduler"),
-        pytest.param(["grove", "grove"], [], id="single enabled scheduler (the reconciler's)"),
+        pytest.param("default-scheduler", ["", ""], [], id="all empty with default default-scheduler"),
+        pytest.param("grove", ["", ""], [], id="all empty with default grove (kai default)"),
+        pytest.param("default-scheduler", ["default-scheduler"] * 2, [], id="all same default-scheduler"),
+        pytest.param("default-scheduler", ["", "default-scheduler"], [], id="mixed empty and default-scheduler"),
+        # The issue's regression: an empty name beside the reconciler's own, which is its default backend.
+        pytest.param("grove", ["", "grove"], [], id="mixed empty and the default backend"),
+        pytest.param("grove", ["grove", "grove"], [], id="single enabled scheduler (the reconciler's)"),
+        pytest.param("default-scheduler", ["", "grove"], [SAME], id="mixed empty and another enabled scheduler"),
+        pytest.param("grove", ["", "default-scheduler"], [SAME], id="mixed empty and default-scheduler, grove default"),
         pytest.param(
+            "default-scheduler",
             ["default-scheduler", "kai-scheduler"],
-            [f"{T}.cliques[1].spec.podSpec.schedulerName", f"{T}.cliques:"],
+            [f"{T}.cliques[1].spec.podSpec.schedulerName", SAME],
             id="mixed default-scheduler and kai-scheduler",
         ),
-        pytest.param(["", "grove"], [f"{T}.cliques:"], id="mixed empty and another enabled scheduler"),
         pytest.param(
-            ["volcano", "volcano"], [f"{T}.cliques[0]", f"{T}.cliques[1]"], id="unknown scheduler not enabled"
+            "grove", ["volcano", "volcano"], [f"{T}.cliques[0]", f"{T}.cliques[1]"], id="unknown scheduler not enabled"
         ),
     ],
 )
-def test_validate_scheduler_names(names: list[str], errors: list[str]) -> None:
+def test_validate_scheduler_names(default: str, names: list[str], errors: list[str]) -> None:
+    # Grove's validateSchedulerNames resolves an empty name to the configured default profile before comparing.
     document = example("multinode-aggregated")
     for clique, name in zip(document["spec"]["template"]["cliques"], names, strict=True):
         clique["spec"]["podSpec"]["schedulerName"] = name
-    found = [e for e in _errors(document) if "scheduler" in e]
+    pcs = pcs_model(document)
+    found = [
+        str(e)
+        for e in validate(
+            pcs, binding=None, creating=True, scheduler_names=frozenset({"grove"}), default_scheduler=default
+        )
+        if "scheduler" in str(e)
+    ]
     assert len(found) == len(errors) and all(e.startswith(prefix) for e, prefix in zip(found, errors, strict=True))
+
+
+def test_the_reconcilers_default_profile_is_its_own_scheduler_unless_configured() -> None:
+    document = example("multinode-aggregated")
+    document["spec"]["template"]["cliques"][0]["spec"]["podSpec"]["schedulerName"] = ""  # the other says grove
+    api = cluster(document)
+    reconciler(api).converge()
+    assert {p["spec"]["schedulerName"] for p in api.of_kind("Pod")} == {"grove"}
+    api = cluster(document)
+    outcome = Reconciler(api, features=Features(default_scheduler="default-scheduler")).reconcile(
+        "default", "multinode-aggregated"
+    )
+    assert outcome.errors == [f"{SAME} (got default-scheduler, grove)"]
 
 
 def test_pods_of_a_default_scheduler_template_are_routed_to_the_gang_scheduler() -> None:
@@ -219,3 +258,92 @@ def test_negative_group_replicas_names_replicas_and_min_available() -> None:
     document["spec"]["template"]["podCliqueScalingGroups"][0].update(replicas=-1, minAvailable=1)
     paths = [e.split(":")[0] for e in _errors(document)]
     assert paths == [f"{T}.podCliqueScalingGroups[0].replicas", f"{T}.podCliqueScalingGroups[0].minAvailable"]
+
+
+# --- controller/podcliqueset/register.go: podCliqueSetPredicate (grove.io/reconcile-trigger) ---------------------
+
+
+def test_reconcile_trigger_runs_one_pass_that_writes_nothing_when_nothing_changed() -> None:
+    # Grove reconciles on a spec change or a change of this annotation; a no-op pass writes nothing, and the
+    # annotation (grove.io/ prefixed) is not mirrored onto the PodGangs, so a trigger never rewrites them.
+    document = example("multinode-aggregated")
+    api = cluster(document)
+    reconciler(api).converge()
+    before = len(api.writes)
+    document["metadata"]["annotations"] = {"grove.io/reconcile-trigger": "bench-1"}
+    api.apply(document)
+    assert reconciler(api).converge() == 1  # one pass, on the trigger
+    assert len(api.writes) == before
+    assert not any(
+        "grove.io/reconcile-trigger" in (g["metadata"].get("annotations") or {}) for g in api.of_kind("PodGang")
+    )
+
+
+def test_reconcile_trigger_brings_back_what_no_watch_reports() -> None:
+    # The reconciler watches PodCliqueSets, PodCliques, scaling groups, PodGangs and pods; a deleted Role is seen at
+    # the next resync (a minute), or at once when the trigger is bumped, as Grove's e2e TriggerPCSReconcile does.
+    with running() as server:
+        api = KubeApi(client.ApiClient(client.Configuration(host=server.url)), timeout=10.0)
+        stop = threading.Event()
+        threads = api.start_watches(stop)
+        loop = threading.Thread(
+            target=Reconciler(api).run, kwargs={"stop": stop, "poll_seconds": 0.1, "resync_seconds": 600}, daemon=True
+        )
+        loop.start()
+        try:
+            document = example("multinode-aggregated")
+            server.apply(document)
+            role = "grove.io:pcs:multinode-aggregated"
+            _within(10, lambda: server.get(ROLES, role, "default") is not None)
+            _quiet(server)  # the reconciler's own status writes have settled: no pass is pending
+            server.delete(ROLES, role, "default")
+            time.sleep(1.0)
+            assert server.get(ROLES, role, "default") is None  # nothing watched changed: no pass
+            document["metadata"]["annotations"] = {"grove.io/reconcile-trigger": "1"}
+            server.apply(document)
+            _within(10, lambda: server.get(ROLES, role, "default") is not None)
+        finally:
+            stop.set()
+            for thread in [loop, *threads]:
+                thread.join(timeout=60)
+
+
+def _quiet(server: FakeApiServer, *, for_seconds: float = 1.0) -> None:
+    """Until no request has reached the server for ``for_seconds`` (within a minute)."""
+    deadline = time.monotonic() + 60
+    count, since = len(server.requests), time.monotonic()
+    while time.monotonic() - since < for_seconds:
+        assert time.monotonic() < deadline, "the reconciler never settled"
+        time.sleep(0.05)
+        if len(server.requests) != count:
+            count, since = len(server.requests), time.monotonic()
+
+
+def _within(seconds: float, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.05)
+
+
+# --- webhook/admission/pcs/authorization/handler.go (grove.io/disable-managed-resource-protection) ---------------
+
+
+def test_disable_managed_resource_protection_is_accepted_and_changes_nothing_here() -> None:
+    # Grove's authorizer webhook (off by default, config.authorizer.enabled) refuses edits of managed objects by
+    # anyone but the operator unless the PodCliqueSet has this annotation "true". The reconciler ships no such
+    # webhook (as Grove's default), so there is nothing to disable: the annotation is read as Grove's default
+    # reads it — accepted, not mirrored onto PodGangs, every object the same.
+    plain = example("multinode-aggregated")
+    api = cluster(plain)
+    reconciler(api).converge()
+    marked = example("multinode-aggregated")
+    marked["metadata"]["annotations"] = {"grove.io/disable-managed-resource-protection": "true"}
+    other = cluster(marked)
+    assert reconciler(other).reconcile("default", "multinode-aggregated").valid
+    reconciler(other).converge()
+
+    def shapes(api: InMemoryApi) -> list[tuple[str, str, Any]]:
+        return sorted((o["kind"], o["metadata"]["name"], o["metadata"].get("annotations")) for o in api.created)
+
+    assert shapes(other) == shapes(api)

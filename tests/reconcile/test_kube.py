@@ -14,9 +14,9 @@ import yaml
 from kubernetes import client
 
 from scheduler.kube.connect import load_api_client
-from scheduler.reconcile.api import ApiError, Conflict
+from scheduler.reconcile.client import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi
+from scheduler.reconcile.rest_client import KubeApi
 from tests.fakeapi import CORE_EVENTS, PODCLIQUESCALINGGROUPS, PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import example, gated, pods_per_gang
 
@@ -222,14 +222,15 @@ def test_unreachable_server_is_an_api_error_to_retry_not_a_crash() -> None:
     assert raised.value.status == 0 and "GET /apis/grove.io/v1alpha1/podcliquesets" in str(raised.value)
 
 
-def test_startup_order_identity_exists_before_the_pods_that_name_it(server: FakeApiServer) -> None:
-    # kube-apiserver refuses a pod whose ServiceAccount does not exist: the account must come first.
+def test_the_init_containers_token_secret_exists_before_the_pods_that_mount_it(server: FakeApiServer) -> None:
+    # A pod mounting a Secret that does not exist would wait in ContainerCreating: the Secret must come first. The
+    # pods keep their own account (here the namespace's default), as Grove's do.
     document = example("training-scaled")
     document["spec"]["replicas"] = 1
     server.apply(document)
     outcome = Reconciler(_kube(server)).reconcile(NS, "training")
     assert outcome.valid and not outcome.errors
-    waiting = [p for p in server.objects(PODS) if p["spec"].get("serviceAccountName") == "training"]
-    assert waiting  # the coordinator and base-gang workers wait for their parents, as the PCS's account
+    waiting = [p for p in server.objects(PODS) if p["spec"].get("initContainers")]
+    assert waiting and not any(p["spec"].get("serviceAccountName") for p in waiting)
     creates = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.requests if r.method == "POST"]
-    assert creates.index(("POST", "serviceaccounts")) < creates.index(("POST", "pods"))
+    assert creates.index(("POST", "secrets")) < creates.index(("POST", "pods"))

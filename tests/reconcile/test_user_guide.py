@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.kube import KubeApi
+from scheduler.reconcile.rest_client import KubeApi
 from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import POD_NAME, example
 from tests.reconcile.kubectl import Kubectl
@@ -137,3 +137,19 @@ def test_example_4_disaggregated_scales_prefill_and_decode_independently(
     kubectl.scale("pcsg", f"{name}-0-prefill", replicas=1)  # − 1 prefill replica of 1 + 4
     _until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 11)
     _until(lambda: kubectl.names_of("pg")["pg"] == [f"{name}-0", f"{name}-0-decode-0"])
+
+
+def test_a_whole_pcs_scales_through_its_scale_subresource_with_groves_pod_selector(
+    cluster: tuple[FakeApiServer, Kubectl],
+) -> None:
+    # Grove's podcliqueset reconcilestatus.go (mutateSelector) and the CRD's scale subresource
+    # (labelSelectorPath .status.hpaPodSelector): what an HPA on a PodCliqueSet reads and writes.
+    server, kubectl = cluster
+    server.apply(example(PCS))
+    _until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
+    selector = f"app.kubernetes.io/managed-by=grove-operator,{PART_OF}"
+    _until(lambda: kubectl.get("pcs")["pcs"][0].get("status", {}).get("hpaPodSelector") == selector)
+    scale = kubectl.scale("pcs", PCS, replicas=2)
+    assert scale["status"]["selector"] == selector
+    _until(lambda: len(kubectl.get("pods", selector=selector)["pods"]) == 16)  # the selector finds every pod
+    assert {p["metadata"]["labels"]["grove.io/podcliqueset-replica-index"] for p in server.objects(PODS)} == {"0", "1"}

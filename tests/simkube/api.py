@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from api.core import Node, Pod
 from api.grove import PodGang
-from api.kube import Node, Pod
-from scheduler.cluster_writer import RecordedEvent, WriteError
+from scheduler.extender.cluster_writer import RecordedEvent
+from scheduler.kube.errors import WriteError
 
 __all__ = ["BindFault", "FakeApi", "Subscription", "Watcher"]
 

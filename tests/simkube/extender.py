@@ -18,9 +18,9 @@ from typing import Any, Literal, TypeVar
 
 from api.extender import ExtenderArgs, ExtenderBindingArgs
 from placement import solve
-from scheduler.cluster_writer import WriteError
-from scheduler.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
-from scheduler.state import ClusterStore
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.extender.state import ClusterStore
+from scheduler.kube.errors import WriteError
 from tests.simkube.api import FakeApi, Subscription
 from tests.simkube.scheduler import ExtenderDown
 

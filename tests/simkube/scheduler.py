@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.core import Node, Pod
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, PodRef
-from api.kube import Node, Pod
 from tests.simkube.api import EventType, FakeApi, Kind
 from tests.simkube.queue import LEFTOVER_FLUSH_PERIOD, SchedulingQueue
 

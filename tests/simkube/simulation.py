@@ -16,8 +16,8 @@ from typing import Any
 
 import looptime
 
-from api.kube import Pod
-from scheduler.coordinator import CoordinatorConfig
+from api.core import Pod
+from scheduler.extender.coordinator import CoordinatorConfig
 from tests.builders import make_node, make_pod, make_podgang
 from tests.simkube.api import BindFault, EventType, FakeApi, Kind
 from tests.simkube.extender import ExtenderProcess, install_task_owner

@@ -1,0 +1,312 @@
+"""TLS on a listener: the server's context, each handshake under a deadline, the client's identity, and reloading
+renewed files.
+
+uvicorn hands its context to the event loop, which holds a handshake that never finishes for 60 s, says nothing
+when one fails, and cannot look at the client's certificate before the app sees the connection. So a TLS listener
+accepts plain TCP and each connection does its own handshake (``loop.start_tls``):
+
+- **a deadline**: a client that connects and sends nothing, or half a ClientHello, is closed after
+  ``handshake_timeout`` (10 s unless told otherwise), like a request that does not finish arriving;
+- **the client's name**: with a client CA, the certificate must also carry one of ``client_sans`` as a DNS or URI
+  subject alternative name. Any certificate the CA signed is not enough: with cert-manager, whoever may create a
+  Certificate in the namespace gets one from the same CA. Checked once per connection, right after the handshake,
+  so a kept-alive connection costs nothing more per request;
+- **said and counted**: every failed handshake and every refused client increments
+  ``grove_extender_tls_handshake_failures_total{listener, reason}`` and is logged, at most one line per reason and
+  listener every ``LOG_INTERVAL`` seconds (the line says how many more there were), so a scanner cannot flood the
+  log.
+
+Only then is the connection handed to the HTTP protocol, which never sees a client that failed any of this.
+
+Certificates are re-read when their files change (``TlsReloader``): a Secret volume that cert-manager renews swaps
+the files under a running process, and the next handshake gets the new certificate. A new client CA is added to the
+trusted ones (OpenSSL cannot drop one): a rotated-out CA stays trusted until restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from prometheus_client import CollectorRegistry, Counter
+
+__all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "LOG_INTERVAL",
+    "HandshakeFailures",
+    "HandshakeGate",
+    "TlsConfig",
+    "TlsError",
+    "TlsReloader",
+    "client_refusal",
+    "server_context",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+"""Seconds a TLS handshake may take, from the connection's first moment (kube-scheduler's own is a few ms)."""
+
+LOG_INTERVAL = 10.0
+"""At most one log line per listener and failure reason in this many seconds."""
+
+
+class TlsError(RuntimeError):
+    """The TLS files cannot be loaded; the message says which and why, on one line."""
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """PEM files: the server's certificate and key, and the CA whose client certificates are required (mTLS), with
+    the names one of which such a certificate must carry (empty: any certificate the CA signed)."""
+
+    cert: str
+    key: str
+    client_ca: str | None = None
+    client_sans: tuple[str, ...] = ()
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
+
+
+def server_context(config: TlsConfig) -> ssl.SSLContext:
+    """A server-side context (TLS 1.2 or later) with the certificate, and the client CA when there is one."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(config.cert, config.key)
+        if config.client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(config.client_ca)
+    except (OSError, ssl.SSLError) as err:
+        raise TlsError(" ".join(str(err).split())) from None
+    return context
+
+
+def client_refusal(peercert: Any, allowed: Sequence[str]) -> str | None:
+    """Why a verified client certificate is refused (it carries none of ``allowed`` as a DNS or URI SAN), or
+    ``None``. ``peercert`` is ``SSLSocket.getpeercert()``'s dictionary."""
+    if not allowed:
+        return None
+    names = [value for kind, value in (peercert or {}).get("subjectAltName", ()) if kind in ("DNS", "URI")]
+    if any(name in allowed for name in names):
+        return None
+    carried = ", ".join(names) if names else "no DNS or URI name"
+    return f"client certificate carries {carried}; expected {' or '.join(allowed)} (--client-san)"
+
+
+class HandshakeFailures:
+    """Counts failed handshakes and logs them, one line per reason per ``LOG_INTERVAL`` with the count in between."""
+
+    def __init__(self, listener: str, counter: Counter, clock: Callable[[], float]) -> None:
+        self._listener = listener
+        self._counter = counter
+        self._clock = clock
+        self._quiet_until: dict[str, float] = {}
+        self._unlogged: dict[str, int] = {}
+
+    def record(self, reason: str, *, client: Any, detail: str) -> None:
+        self._counter.labels(self._listener, reason).inc()
+        now = self._clock()
+        if now < self._quiet_until.get(reason, float("-inf")):
+            self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
+            return
+        more = self._unlogged.pop(reason, 0)
+        self._quiet_until[reason] = now + LOG_INTERVAL
+        log.warning(
+            "TLS connection refused listener=%s client=%s reason=%s detail=%s%s",
+            self._listener,
+            _address(client),
+            reason,
+            detail,
+            f" (and {more} more for this reason in the last {LOG_INTERVAL:g}s)" if more else "",
+        )
+
+
+def _address(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
+
+
+def _failure(err: BaseException) -> tuple[str, str]:
+    """(reason, detail) of a failed handshake."""
+    if isinstance(err, ConnectionAbortedError):  # the loop's own abort when the deadline passes
+        return "timeout", " ".join(str(err).split())
+    if isinstance(err, ssl.SSLError):
+        return "tls", err.reason or " ".join(str(err).split())
+    return "closed", " ".join(str(err).split()) or type(err).__name__
+
+
+class HandshakeGate:
+    """One TLS listener's handshakes: ``connection(http)`` wraps a new connection's HTTP protocol."""
+
+    def __init__(
+        self,
+        *,
+        listener: str,
+        config: TlsConfig,
+        context: ssl.SSLContext,
+        registry: CollectorRegistry,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.context = context
+        self._config = config
+        self.failures = HandshakeFailures(
+            listener,
+            Counter(
+                "grove_extender_tls_handshake_failures_total",
+                "TLS connections closed before reaching HTTP, by reason: timeout (no complete handshake within "
+                "--tls-handshake-timeout), tls (a protocol or certificate error, e.g. no client certificate or one "
+                "of another CA), client_san (a certificate of the CA without an accepted --client-san), closed "
+                "(the client went away).",
+                ["listener", "reason"],
+                registry=registry,
+            ),
+            clock,
+        )
+        self._handshakes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
+
+    def connection(self, http: asyncio.Protocol) -> asyncio.Protocol:
+        return _Connection(self, http)
+
+    def start(self, connection: _Connection, transport: asyncio.Transport) -> None:
+        task = asyncio.get_running_loop().create_task(self._handshake(connection, transport))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, connection: _Connection, transport: asyncio.Transport) -> None:
+        client = transport.get_extra_info("peername")
+        loop = asyncio.get_running_loop()
+        # Queued before start_tls queues the TLS protocol's connection_made and the transport's resume_reading, so
+        # the bytes read before it took over reach the TLS protocol first (reading stays paused until then).
+        loop.call_soon(connection.pass_on_plain_bytes, transport)
+        connection.tls_started = True
+        try:
+            secure = await loop.start_tls(
+                transport,
+                connection,
+                self.context,
+                server_side=True,
+                ssl_handshake_timeout=self._config.handshake_timeout,
+            )
+        except Exception as err:  # whatever ends a handshake early ends only this connection
+            transport.abort()
+            reason, detail = _failure(err)
+            self.failures.record(reason, client=client, detail=detail)
+            return
+        if secure is None:  # the loop's signature allows it; start_tls on a server transport never returns None
+            transport.abort()
+            return
+        refusal = client_refusal(secure.get_extra_info("peercert"), self._config.client_sans)
+        if refusal is not None:
+            secure.abort()
+            self.failures.record("client_san", client=client, detail=refusal)
+            return
+        connection.hand_over(secure)
+
+
+class _Connection(asyncio.Protocol):
+    """A connection until its handshake is done and its client accepted; then its HTTP protocol takes over.
+
+    Two kinds of bytes can reach it on the way, and neither may be lost:
+    - plain bytes (the ClientHello) read before the handshake task called ``start_tls``: uvloop starts reading
+      right after ``connection_made`` whether or not the protocol paused the transport. They are handed to the TLS
+      protocol ahead of anything read later (``pass_on_plain_bytes``);
+    - decrypted bytes that arrive between the end of the handshake and the hand-over (a TLS 1.3 client sends its
+      request with its last handshake message). They are passed to the HTTP protocol when it takes over.
+    """
+
+    def __init__(self, gate: HandshakeGate, http: asyncio.Protocol) -> None:
+        self._gate = gate
+        self._http = http
+        self.tls_started = False
+        self._plain = bytearray()
+        self._early = bytearray()
+        self._eof = False
+        self._lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
+        transport.pause_reading()  # honoured by asyncio's loop; uvloop resumes it (see the class docstring)
+        self._gate.start(self, transport)
+
+    def data_received(self, data: bytes) -> None:
+        (self._early if self.tls_started else self._plain).extend(data)
+
+    def pass_on_plain_bytes(self, transport: asyncio.Transport) -> None:
+        """Give the plain bytes read before ``start_tls`` to the TLS protocol, which now owns ``transport``."""
+        data, self._plain = bytes(self._plain), bytearray()
+        tls = transport.get_protocol()
+        if not data or tls is self:
+            return
+        if isinstance(tls, asyncio.BufferedProtocol) or hasattr(tls, "get_buffer"):  # both loops' TLS protocols
+            buffered = cast(asyncio.BufferedProtocol, tls)
+            view = memoryview(data)
+            while view:
+                buffer = memoryview(buffered.get_buffer(len(view)))
+                size = min(len(buffer), len(view))
+                buffer[:size] = view[:size]
+                buffered.buffer_updated(size)
+                view = view[size:]
+        else:
+            cast(asyncio.Protocol, tls).data_received(data)
+
+    def eof_received(self) -> bool | None:
+        self._eof = True
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+
+    def hand_over(self, secure: asyncio.Transport) -> None:
+        if self._lost:
+            return
+        secure.set_protocol(self._http)
+        self._http.connection_made(secure)
+        if self._early:
+            self._http.data_received(bytes(self._early))
+            self._early.clear()
+        if self._eof:
+            self._http.eof_received()
+
+
+class TlsReloader:
+    """Re-reads one listener's certificate, key and client CA into its live ``SSLContext`` when the files change."""
+
+    def __init__(self, name: str, config: TlsConfig, context: ssl.SSLContext) -> None:
+        self._name = name
+        self._config = config
+        self._context = context
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        paths = [self._config.cert, self._config.key, *([self._config.client_ca] if self._config.client_ca else [])]
+        stamps = []
+        for path in paths:
+            try:
+                info = os.stat(path)  # follows the symlinks a Secret volume swaps on update
+            except OSError:
+                stamps.append((0, 0, 0))
+            else:
+                stamps.append((info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    def check(self) -> None:
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return
+        try:
+            self._context.load_cert_chain(self._config.cert, self._config.key)
+            if self._config.client_ca:
+                self._context.load_verify_locations(self._config.client_ca)
+        except (OSError, ssl.SSLError) as err:
+            # Half-written files (a key that does not match its new certificate yet): keep serving, try again.
+            log.warning("could not reload TLS files listener=%s error=%s; keeping the previous ones", self._name, err)
+            return
+        self._seen = stamp
+        log.info("reloaded TLS files listener=%s cert=%s", self._name, self._config.cert)

@@ -1,0 +1,132 @@
+"""Everything the extender writes to the cluster, behind one small interface.
+
+``bind`` is a coroutine: the release awaits many at once on the event loop. Status and Event writes block: the
+background worker makes them from its own thread. ``scheduler.kube.writer`` holds the real implementation;
+``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from scheduler.extender.state.store import ClusterStore
+from scheduler.kube.errors import WriteError
+
+__all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "RecordedEvent"]
+
+
+class ClusterWriter(Protocol):
+    """Writes to the API server. Every method either succeeds or raises ``WriteError``; none retries on its own (the
+    caller decides, kube-scheduler retries failed binds).
+
+    A writer whose ``bind`` never suspends (no I/O) may set a class attribute ``inline = True``: the release then
+    binds a gang's members one after another, letting other requests in every few, instead of many at once.
+    """
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST ``pods/{name}/binding`` placing the pod (by UID, so a re-created pod is never bound by mistake).
+        Awaited on the event loop, many at once."""
+        ...
+
+    def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Merge-patch the PodGang's ``status`` subresource with ``status``. Blocks; called from a worker thread."""
+        ...
+
+    def record_event(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        """Create a core/v1 Event about the object (best effort: callers log and ignore a failure). Blocks; called
+        from a worker thread."""
+        ...
+
+
+@dataclass(frozen=True)
+class Binding:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    namespace: str
+    kind: str
+    name: str
+    reason: str
+    message: str
+    type: str
+
+
+class InMemoryClusterWriter:
+    """Records every write and, when given a store, applies it there as the API server plus a watch would:
+    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang. Refuses a bind as the API server
+    does: 404 for a pod that does not exist, 409 for another UID or a pod already bound."""
+
+    inline = True  # memory only: bind never suspends
+
+    def __init__(self, store: ClusterStore | None = None) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self.bindings: list[Binding] = []
+        self.statuses: list[tuple[str, dict[str, Any]]] = []
+        self.events: list[RecordedEvent] = []
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            if self._store is not None:
+                pod = self._store.pod(key)
+                if pod is None:
+                    raise WriteError(f'pods "{name}" not found in namespace {namespace}', status=404)
+                if uid and pod.metadata.uid and pod.metadata.uid != uid:
+                    raise WriteError(f"pod {key}: precondition failed: UID {uid}, found {pod.metadata.uid}", status=409)
+                if pod.spec.nodeName:
+                    raise WriteError(f'pod {key} is already assigned to node "{pod.spec.nodeName}"', status=409)
+                if self._store.node(node) is None:
+                    raise WriteError(f'node "{node}" not found', status=404)
+                bound = pod.model_copy(update={"spec": pod.spec.model_copy(update={"nodeName": node})})
+                self._store.apply("Pod", "MODIFIED", bound)
+            self.bindings.append(Binding(namespace=namespace, name=name, uid=uid, node=node))
+
+    def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            self.statuses.append((key, status))
+            gang = self._store.podgang(key) if self._store is not None else None
+            if gang is None or self._store is None:
+                return
+            merged = {**(gang.status.to_json_dict() if gang.status else {}), **status}
+            updated = gang.model_validate({**gang.to_json_dict(), "status": merged})
+        self._store.apply("PodGang", "MODIFIED", updated)
+
+    def record_event(
+        self,
+        *,
+        namespace: str,
+        kind: str,
+        name: str,
+        uid: str,
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"] = "Normal",
+    ) -> None:
+        with self._lock:
+            self.events.append(
+                RecordedEvent(namespace=namespace, kind=kind, name=name, reason=reason, message=message, type=type)
+            )
+
+    def bound_nodes(self) -> dict[str, str]:
+        """Pod key → node of every recorded binding."""
+        with self._lock:
+            return {f"{b.namespace}/{b.name}": b.node for b in self.bindings}

@@ -1,0 +1,110 @@
+"""What the store's changes mean for the gangs: each becomes a ``GangTable`` transition, plus work for later.
+
+- a pod bound → ``member_bound_observed`` (its reservation becomes bound capacity);
+- a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten;
+- a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
+  rewritten by kube-scheduler after each failed attempt is not news);
+- a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
+- a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold);
+- a bound pod deleted or finished, ours or another scheduler's (a ``ForeignPod``) → ``capacity_freed``: a pod
+  refused for room would otherwise stay refused until unrelated news.
+
+``on_change`` runs on the store writer's thread (a watch, or an in-memory bind): it only calls transitions and
+queues work; the background worker plans and writes.
+"""
+
+from __future__ import annotations
+
+from api.core import Node, Pod
+from api.grove import PodGang
+from scheduler.extender.coordinator.gang_table import GangTable
+from scheduler.extender.coordinator.members import GangRef, gang_ref_of
+from scheduler.extender.coordinator.waiters import BindWaiters
+from scheduler.extender.coordinator.work import WorkQueue
+from scheduler.extender.state.store import ClusterStore, EventType, Kind
+from scheduler.kube.foreign import ForeignPod
+
+__all__ = ["StoreEvents"]
+
+
+def _fingerprint(node: Node) -> tuple[object, ...]:
+    # Node objects change often (conditions, heartbeats); only these change what fits where.
+    return (
+        tuple(sorted(node.allocatable().items())),
+        tuple(sorted(node.metadata.labels.items())),
+        node.spec.unschedulable,
+        tuple((t.key, t.value, t.effect) for t in node.spec.taints),
+    )
+
+
+class StoreEvents:
+    def __init__(self, *, store: ClusterStore, table: GangTable, work: WorkQueue, waiters: BindWaiters) -> None:
+        self._store = store
+        self._table = table
+        self._work = work
+        self._waiters = waiters
+        self._nodes: dict[str, tuple[object, ...]] = {}
+        self._specs: dict[str, object] = {}  # PodGang → its last spec: status writes are no news to the plan
+        # Pending pod → gated, as last seen: kube-scheduler rewrites a pending pod's status on every failed attempt,
+        # which is no news to the plan; a pod appearing or losing its gate is.
+        self._pending: dict[str, bool] = {}
+
+    def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
+        if isinstance(obj, ForeignPod):
+            if obj.node and (event_type == "DELETED" or obj.terminal):
+                self._table.capacity_freed()
+        elif isinstance(obj, Pod):
+            self._pod(event_type, obj)
+        elif isinstance(obj, PodGang):
+            self._podgang(event_type, obj)
+        elif isinstance(obj, Node):
+            self._node(event_type, obj)
+
+    def _pod(self, event_type: EventType, pod: Pod) -> None:
+        ref = gang_ref_of(pod)
+        if event_type == "DELETED" or pod.terminal or pod.spec.nodeName:
+            self._pending.pop(pod.key, None)
+        if event_type == "DELETED" or pod.terminal:
+            self._table.member_gone(ref.key, pod.key)
+            if pod.spec.nodeName:
+                self._table.capacity_freed()  # its gang record may be gone (a solo pod, an expired gang)
+            if not ref.solo and self._store.podgang(ref.key) is None and not self._store.pods_of_gang(ref.key):
+                self._forget(ref, f"PodGang {ref.key} and its pods are gone")
+            return
+        if pod.spec.nodeName:
+            self._table.member_bound_observed(ref.key, pod.key, node=pod.spec.nodeName)
+            if not ref.solo and pod.status.phase == "Running":
+                self._work.put(("running", ref))
+            return
+        if self._pending.get(pod.key) == pod.gated:
+            return
+        self._pending[pod.key] = pod.gated
+        self._table.members_changed(ref.key)
+        if not ref.solo and not pod.gated:
+            self._work.put(("plan", ref))
+
+    def _podgang(self, event_type: EventType, podgang: PodGang) -> None:
+        ref = GangRef(podgang.metadata.namespace, podgang.metadata.name)
+        if event_type == "DELETED":
+            self._specs.pop(ref.key, None)
+            self._forget(ref, f"PodGang {ref.key} was deleted")
+            return
+        if self._specs.get(ref.key) == podgang.spec:
+            return
+        self._specs[ref.key] = podgang.spec
+        self._table.members_changed(ref.key)
+        self._work.put(("plan", ref))
+
+    def _node(self, event_type: EventType, node: Node) -> None:
+        if event_type == "DELETED":
+            self._nodes.pop(node.name, None)
+            self._table.capacity_freed()
+            return
+        fingerprint = _fingerprint(node)
+        if self._nodes.get(node.name) != fingerprint:
+            self._nodes[node.name] = fingerprint
+            self._table.capacity_freed()
+
+    def _forget(self, ref: GangRef, reason: str) -> None:
+        ready = self._table.forget(ref.key)
+        self._waiters.answer(ready, f"{reason}; nothing more is bound for it")

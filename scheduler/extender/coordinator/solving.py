@@ -1,0 +1,161 @@
+"""The solving step of a plan: a gang's members and the cluster's free capacity in, a solver ``Result`` out.
+
+This is the one place the solver is called, and every input is explicit: the members bound (facts), the members ready on
+their node and those whose planned node is kept (placed as far as this plan is concerned), the nodes kube-scheduler
+refused per group, and other gangs' reservations. This module works out the free capacity (placed members' capacity is
+taken); the request itself comes from the one translator, ``scheduler.extender.translation.gang_request``, which
+``plan`` and the benchmarks use too: placed members are left out of it, count toward ``minReplicas`` and hold a
+``required`` pack scope they belong to to their domain, and every other pending member is planned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from api.core import ResourceVector
+from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.extender.coordinator.members import SOLO_GROUP, GangMembers
+from scheduler.extender.coordinator.topology_cache import TopologyCache
+from scheduler.extender.state.store import ClusterStore
+from scheduler.extender.translation.gang_request import GangNotReady, gang_request, single_pod_request
+
+__all__ = ["PlanOutcome", "Solver", "Translated", "free_capacity", "plan_gang", "translate"]
+
+Solver = Callable[[GangRequest, ClusterView, SolveOptions], Result]
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    result: Result
+    demands: Mapping[str, ResourceVector] = field(default_factory=dict)  # pod → requests, for reservations
+    groups: Mapping[str, str] = field(default_factory=dict)  # pod → group
+    min_replicas: Mapping[str, int] = field(default_factory=dict)  # group → minReplicas
+
+
+def plan_gang(
+    *,
+    members: GangMembers,
+    bound: Mapping[str, str],
+    ready: Mapping[str, str],
+    kept: Mapping[str, str],
+    excluded: Mapping[str, frozenset[str]],
+    reserved: Mapping[str, Mapping[str, int]],
+    store: ClusterStore,
+    topologies: TopologyCache,
+    solver: Solver,
+    options: SolveOptions,
+    only: str | None = None,
+) -> PlanOutcome:
+    """Plan the gang's pending members that are neither bound, ready nor kept, on what is free.
+
+    ``bound`` maps members bound to their node (the store's, plus our own binds its watch has not shown yet);
+    ``ready`` the members whose bind call arrived for their planned node; ``kept`` planned members that keep
+    their node; ``excluded`` a group to the nodes kube-scheduler's own filters refused for it; ``reserved`` the
+    capacity other gangs hold per node. With ``only``, just that pod is planned, as one required pod (a
+    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``.
+    Raises ``GangRequestError`` (``GangNotReady`` while guaranteed members are missing or gated) as the translator
+    does.
+    """
+    placed = {**kept, **ready}
+    free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
+    gang = translate(members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only)
+    request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
+    if not request.groups:
+        return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
+    started = time.perf_counter()
+    result = solver(request, ClusterView(topology=topologies.get(store), free=free), options)
+    if not result.solve_seconds:
+        result = Result(
+            status=result.status,
+            assignment=result.assignment,
+            placement_score=result.placement_score,
+            objective_parts=result.objective_parts,
+            bound=result.bound,
+            solve_seconds=time.perf_counter() - started,
+            reason=result.reason,
+        )
+    return PlanOutcome(result, demands, pod_groups, minimums)
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A gang's request as the one translator gives it, with what a commit of its plan records."""
+
+    request: GangRequest
+    demands: Mapping[str, ResourceVector]  # pod → requests, for the pods the request plans
+    groups: Mapping[str, str]  # pod → group, every member
+    min_replicas: Mapping[str, int]  # group → minReplicas
+
+
+def translate(
+    *,
+    members: GangMembers,
+    facts: Mapping[str, str],
+    excluded: Mapping[str, frozenset[str]],
+    store: ClusterStore,
+    only: str | None = None,
+) -> Translated:
+    """The request for what is left of the gang, through the one translator
+    (``scheduler.extender.translation.gang_request``). ``facts``: members bound or placed, to their node. Raises
+    ``GangRequestError`` for a PodGang that cannot be planned as it stands, ``GangNotReady`` while guaranteed members
+    are missing or gated."""
+    nodes = store.nodes()
+    pods = {pod.key: pod for group in members.groups for pod in group.pods}
+    if members.podgang is None:
+        (solo,) = members.groups[0].pods or (None,)
+        if solo is None:
+            raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
+        request = single_pod_request(
+            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
+        )
+    else:
+        request = gang_request(
+            members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only, requests=store.requests_of
+        )
+    return Translated(
+        request,
+        demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},
+        groups={pod.key: group.name for group in members.groups for pod in group.pods},
+        min_replicas={group.name: group.min_replicas for group in members.groups},
+    )
+
+
+def free_capacity(
+    *,
+    store: ClusterStore,
+    reserved: Mapping[str, Mapping[str, int]],
+    members: GangMembers | None = None,
+    placed: Mapping[str, str] | None = None,
+    bound: Mapping[str, str] | None = None,
+) -> dict[str, ResourceVector]:
+    """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
+    gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
+    bound yet (``bound``)."""
+    taken = store.used_by_node()
+    for node_name, units in reserved.items():
+        _add(taken.setdefault(node_name, {}), units)
+    placed = placed or {}
+    bound = bound or {}
+    for group in members.groups if members is not None else ():
+        for pod in group.pods:
+            node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
+            if node:
+                _add(taken.setdefault(node, {}), store.requests_of(pod))
+    return _free(store.allocatable_by_node(), taken)
+
+
+def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
+    """allocatable − taken per node, floored at zero (as ``cluster_view.free_capacity``, on cached vectors:
+    parsing every node's quantities on every plan would cost more than the solve)."""
+    for name, vector in allocatable.items():
+        for resource, units in taken.get(name, {}).items():
+            if resource in vector:
+                vector[resource] = max(0, vector[resource] - units)
+    return allocatable
+
+
+def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:
+    for name, units in amount.items():
+        vector[name] = vector.get(name, 0) + units

@@ -1,0 +1,114 @@
+"""``PodIndex``: the store's pods and the indexes the hot path reads — our pods by key, UID and gang, each pod's
+summed requests (parsing quantities on every filter would cost more than the rest of the call) and the capacity
+every bound pod, ours or not, holds on its node.
+
+Not thread-safe on its own: ``ClusterStore`` calls it under its lock.
+"""
+
+from __future__ import annotations
+
+from api.core import Pod, ResourceVector
+from api.grove import LABEL_PODGANG
+from scheduler.kube.foreign import ForeignPod
+
+__all__ = ["PodIndex"]
+
+
+def _gang_key_of(pod: Pod) -> str | None:
+    gang = pod.metadata.labels.get(LABEL_PODGANG)
+    return f"{pod.metadata.namespace}/{gang}" if gang else None
+
+
+def _same_resources(old: Pod, new: Pod) -> bool:
+    """The new pod shares the old one's container objects (an in-memory bind copies only ``nodeName``)."""
+    return (
+        old.spec.containers is new.spec.containers
+        and old.spec.initContainers is new.spec.initContainers
+        and old.spec.overhead is new.spec.overhead
+    )
+
+
+def _node_held(pod: Pod | ForeignPod) -> str:
+    """The node whose capacity the pod holds ("" when it holds none: pending or finished)."""
+    if pod.terminal:
+        return ""
+    return pod.node if isinstance(pod, ForeignPod) else pod.spec.nodeName
+
+
+class PodIndex:
+    def __init__(self) -> None:
+        self.ours: dict[str, Pod] = {}
+        self.foreign: dict[str, ForeignPod] = {}
+        self.by_uid: dict[str, str] = {}  # our pods only: preempt's victims are looked up to protect gangs
+        self.by_gang: dict[str, set[str]] = {}
+        self.requests: dict[str, ResourceVector] = {}  # our pods; a ForeignPod carries its own
+        self.used: dict[str, ResourceVector] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.ours or key in self.foreign
+
+    def keys(self) -> list[str]:
+        return [*self.ours, *self.foreign]
+
+    def get(self, key: str) -> Pod | ForeignPod | None:
+        pod = self.ours.get(key)
+        return pod if pod is not None else self.foreign.get(key)
+
+    def put(self, key: str, pod: Pod | ForeignPod) -> None:
+        old = self.get(key)
+        reuse = None
+        if isinstance(old, Pod) and isinstance(pod, Pod) and _same_resources(old, pod):
+            reuse = self.requests.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._index(key, pod, requests=reuse)
+
+    def pop(self, key: str) -> Pod | ForeignPod:
+        pod = self.get(key)
+        if pod is None:
+            raise KeyError(key)
+        self._unindex(key, pod)
+        return pod
+
+    def _index(self, key: str, pod: Pod | ForeignPod, *, requests: ResourceVector | None) -> None:
+        if isinstance(pod, ForeignPod):
+            self.foreign[key] = pod
+            requests = pod.requests
+        else:
+            self.ours[key] = pod
+            requests = requests if requests is not None else pod.requests()
+            self.requests[key] = requests
+            if pod.metadata.uid:
+                self.by_uid[pod.metadata.uid] = key
+            gang = _gang_key_of(pod)
+            if gang:
+                self.by_gang.setdefault(gang, set()).add(key)
+        node = _node_held(pod)
+        if node:
+            used = self.used.setdefault(node, {})
+            for name, amount in requests.items():
+                used[name] = used.get(name, 0) + amount
+
+    def _unindex(self, key: str, pod: Pod | ForeignPod) -> None:
+        if isinstance(pod, ForeignPod):
+            del self.foreign[key]
+            requests = pod.requests
+        else:
+            del self.ours[key]
+            requests = self.requests.pop(key, {})
+            if pod.metadata.uid and self.by_uid.get(pod.metadata.uid) == key:
+                del self.by_uid[pod.metadata.uid]
+            gang = _gang_key_of(pod)
+            if gang and gang in self.by_gang:
+                self.by_gang[gang].discard(key)
+                if not self.by_gang[gang]:
+                    del self.by_gang[gang]
+        node = _node_held(pod)
+        if node:
+            used = self.used.get(node, {})
+            for name, amount in requests.items():
+                left = used.get(name, 0) - amount
+                if left:
+                    used[name] = left
+                else:
+                    used.pop(name, None)

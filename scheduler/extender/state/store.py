@@ -1,0 +1,269 @@
+"""``ClusterStore``: the extender's mirror of the API server's Nodes, Pods and PodGangs.
+
+Writers are the watch threads (or a snapshot load) calling ``replace``/``apply``; readers are the coordinator on the
+event loop and in planning threads. One lock guards every map; objects are never mutated in place (a change is a
+new object), so a reader may keep what it got after the lock is released.
+
+Pods are kept whole only when they are ours (``foreign.OurPods``); a pod of another scheduler is kept as a
+``ForeignPod`` (its capacity), whether it arrives so (the watch decodes it so) or as a ``Pod`` (a snapshot), and
+listeners hear it as that ``ForeignPod``. ``pod``/``pods``/``pod_by_uid`` see our pods only; ``used_on`` counts
+every pod.
+
+Besides the objects it keeps the indexes the hot path needs (``pod_index``) and, per Node, its parsed allocatable
+and its shape (what placement reads of it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+from api.core import Node, Pod, ResourceVector
+from api.grove import PodGang
+from scheduler.extender.state.pod_index import PodIndex
+from scheduler.kube.foreign import ForeignPod, OurPods
+
+__all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "Stored", "node_shape"]
+
+Kind = Literal["Node", "Pod", "PodGang"]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+StoreListener = Callable[[Kind, EventType, object], None]
+Stored = Node | Pod | ForeignPod | PodGang
+
+log = logging.getLogger(__name__)
+
+
+NodeShape = tuple[object, ...]
+
+
+def node_shape(node: Node, allocatable: ResourceVector) -> NodeShape:
+    """What placement reads of a Node: labels (topology, selectors), allocatable, schedulability and taints.
+    Kubelets rewrite their Node every few seconds (heartbeats in ``status.conditions``) without touching any of
+    it, so only a change here may invalidate a topology built from the nodes."""
+    return (
+        tuple(sorted(node.metadata.labels.items())),
+        tuple(sorted(allocatable.items())),
+        node.spec.unschedulable,
+        tuple((t.key, t.value, t.effect) for t in node.spec.taints),
+    )
+
+
+class ClusterStore:
+    """Thread-safe mirror of the cluster. ``version`` grows on every change; listeners hear every change after it
+    is visible to readers, on the writer's thread, and must return quickly (enqueue, do not work)."""
+
+    def __init__(self, *, ours: OurPods | None = None) -> None:
+        self._ours = ours or OurPods()
+        self._lock = threading.RLock()
+        self._nodes: dict[str, Node] = {}
+        self._pods = PodIndex()
+        self._gangs: dict[str, PodGang] = {}
+        self._allocatable: dict[str, ResourceVector] = {}
+        self._shapes: dict[str, NodeShape] = {}
+        self._listeners: list[StoreListener] = []
+        self._version = 0
+        self._node_version = 0
+        self._synced = False
+
+    # --- writes ------------------------------------------------------------------------------------------------
+
+    def replace(self, kind: Kind, objects: Sequence[Stored]) -> None:
+        """Install the result of a (re)list: afterwards ``kind`` holds exactly ``objects``."""
+        events: list[tuple[EventType, object]] = []
+        with self._lock:
+            incoming = {self._key(obj): self._kept(obj) for obj in objects}
+            for key in [k for k in self._keys(kind) if k not in incoming]:
+                events.append(("DELETED", self._remove(kind, key)))
+            for key, obj in incoming.items():
+                events.append(("MODIFIED" if self._has(kind, key) else "ADDED", obj))
+                self._upsert(key, obj)
+        for event_type, changed in events:
+            self._notify(kind, event_type, changed)
+
+    def apply(self, kind: Kind, event_type: EventType, obj: Stored) -> None:
+        """Apply one watch event. A DELETED for an unknown object and an ADDED for a known one are both fine
+        (watches replay after a relist)."""
+        key = self._key(obj)
+        obj = self._kept(obj)
+        with self._lock:
+            if event_type == "DELETED":
+                if not self._has(kind, key):
+                    return
+                self._remove(kind, key)
+            else:
+                self._upsert(key, obj)
+        self._notify(kind, event_type, obj)
+
+    def keeps_whole(self, *, labels: Mapping[str, str] | None, scheduler_name: str) -> bool:
+        """Whether a pod with these labels and ``schedulerName`` is kept as a ``Pod`` (else as a ``ForeignPod``):
+        a watch decodes only what the store will keep."""
+        return self._ours.include(labels=labels, scheduler_name=scheduler_name)
+
+    def offered(self, pod: Pod) -> bool:
+        """Whether our kube-scheduler profile offers ``pod`` to the extender (``OurPods.offered``)."""
+        return self._ours.offered(pod)
+
+    def gang_offered(self, gang: str) -> bool:
+        """Whether our profile offers any pod of the PodGang ``gang`` (namespace/name): only such a gang is worth
+        planning ahead; one whose pods another scheduler places must not hold capacity ours could use."""
+        return any(self._ours.offered(pod) for pod in self.pods_of_gang(gang))
+
+    def mark_synced(self) -> None:
+        """Every kind has been listed once: the mirror is complete enough to plan on."""
+        with self._lock:
+            self._synced = True
+        log.info(
+            "cluster state synced nodes=%d pods=%d other_pods=%d podgangs=%d",
+            len(self._nodes),
+            len(self._pods.ours),
+            len(self._pods.foreign),
+            len(self._gangs),
+        )
+
+    def subscribe(self, callback: StoreListener) -> None:
+        """Call ``callback(kind, event_type, obj)`` after every change, on the writer's thread."""
+        with self._lock:
+            self._listeners.append(callback)
+
+    # --- reads -------------------------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def node_version(self) -> int:
+        """Grows only when a Node appears, goes, or changes what placement reads of it (``node_shape``): a
+        topology built at one node version stays valid until the next; a heartbeat does not move it."""
+        return self._node_version
+
+    def nodes(self) -> list[Node]:
+        with self._lock:
+            return list(self._nodes.values())
+
+    def node(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    def pods(self) -> list[Pod]:
+        """Our pods (``OurPods``); pods of other schedulers are only counted in ``used_on``."""
+        with self._lock:
+            return list(self._pods.ours.values())
+
+    def pod(self, key: str) -> Pod | None:
+        """One of our pods; ``None`` for a pod the store does not hold or holds as a ``ForeignPod``."""
+        return self._pods.ours.get(key)
+
+    def foreign_pods(self) -> list[ForeignPod]:
+        with self._lock:
+            return list(self._pods.foreign.values())
+
+    def pod_by_uid(self, uid: str) -> Pod | None:
+        """One of our pods by UID (a pod of another scheduler is never a gang member to protect)."""
+        with self._lock:
+            key = self._pods.by_uid.get(uid)
+            return self._pods.ours.get(key) if key else None
+
+    def podgangs(self) -> list[PodGang]:
+        with self._lock:
+            return list(self._gangs.values())
+
+    def podgang(self, key: str) -> PodGang | None:
+        return self._gangs.get(key)
+
+    def pods_of_gang(self, gang_key: str) -> list[Pod]:
+        """Pods labelled ``grove.io/podgang=<gang>`` in the gang's namespace (whether or not the PodGang lists them)."""
+        with self._lock:
+            return [self._pods.ours[key] for key in self._pods.by_gang.get(gang_key, ())]
+
+    def requests_of(self, pod: Pod) -> ResourceVector:
+        """The pod's summed requests; cached for pods in the store, computed for others."""
+        cached = self._pods.requests.get(pod.key)
+        stored = self._pods.ours.get(pod.key)
+        if cached is not None and stored is pod:
+            return cached
+        return pod.requests()
+
+    def allocatable_of(self, node: str) -> ResourceVector:
+        """The node's allocatable units, parsed once per node change (empty for an unknown node)."""
+        return self._allocatable.get(node, {})
+
+    def allocatable_by_node(self) -> dict[str, ResourceVector]:
+        with self._lock:
+            return {name: dict(vector) for name, vector in self._allocatable.items()}
+
+    def used_on(self, node: str) -> ResourceVector:
+        """Units held on ``node`` by bound, non-terminal pods."""
+        with self._lock:
+            return dict(self._pods.used.get(node, {}))
+
+    def used_by_node(self) -> dict[str, ResourceVector]:
+        with self._lock:
+            return {name: dict(vector) for name, vector in self._pods.used.items()}
+
+    # --- internals ---------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _key(obj: Stored) -> str:
+        if isinstance(obj, Node):
+            return obj.name
+        return obj.key
+
+    def _kept(self, obj: Stored) -> Stored:
+        """What the store keeps of ``obj``: a pod of another scheduler as its capacity."""
+        if isinstance(obj, Pod) and not self._ours.include_pod(obj):
+            return ForeignPod.of(obj, obj.requests())
+        return obj
+
+    def _keys(self, kind: Kind) -> list[str]:
+        if kind == "Node":
+            return list(self._nodes)
+        if kind == "Pod":
+            return self._pods.keys()
+        return list(self._gangs)
+
+    def _has(self, kind: Kind, key: str) -> bool:
+        if kind == "Node":
+            return key in self._nodes
+        if kind == "Pod":
+            return key in self._pods
+        return key in self._gangs
+
+    def _upsert(self, key: str, obj: Stored) -> None:
+        self._version += 1
+        if isinstance(obj, Pod | ForeignPod):
+            self._pods.put(key, obj)
+        elif isinstance(obj, Node):
+            allocatable = obj.allocatable()
+            shape = node_shape(obj, allocatable)
+            if self._shapes.get(key) != shape:
+                self._node_version += 1
+                self._shapes[key] = shape
+                self._allocatable[key] = allocatable
+            self._nodes[key] = obj
+        else:
+            self._gangs[key] = obj
+
+    def _remove(self, kind: Kind, key: str) -> object:
+        self._version += 1
+        if kind == "Pod":
+            return self._pods.pop(key)
+        if kind == "Node":
+            self._node_version += 1
+            self._allocatable.pop(key, None)
+            self._shapes.pop(key, None)
+            return self._nodes.pop(key)
+        return self._gangs.pop(key)
+
+    def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(kind, event_type, obj)
+            except Exception:
+                # A broken listener must not stop the watch that feeds everyone else.
+                log.exception("store listener failed kind=%s event=%s", kind, event_type)
