@@ -1,6 +1,6 @@
 """``Agent``: a loop of its own that lists and watches the API, as the cluster's node and controller agents do
-(the kubelet stand-in, the garbage collector stand-in). Each has its own client, on its own thread, apart from
-the tests' calls."""
+(the kubelet stand-in, the garbage collector and token controller stand-ins). Each has its own client, on its own
+thread, apart from the tests' calls."""
 
 from __future__ import annotations
 

@@ -35,6 +35,7 @@ from benchmarks.controlplane.kubelet import Kubelet
 from benchmarks.controlplane.nodes import NodeSpec, create_nodes
 from benchmarks.controlplane.rest import Api
 from benchmarks.controlplane.supervisor import Child, Supervisor
+from benchmarks.controlplane.token_controller import TokenController
 from benchmarks.controlplane.tokens import request_token, write_kubeconfig
 from benchmarks.e2e.processes import free_port
 
@@ -85,6 +86,7 @@ class ControlPlane:
     kubectl: Kubectl
     kubelet: Kubelet | None = None
     collector: GarbageCollector | None = None
+    token_controller: TokenController | None = None
     extender: Extender | None = None
     reconciler: Child | None = None
     scheduler: Child | None = None
@@ -105,7 +107,7 @@ class ControlPlane:
         agents: bool = True,
     ) -> Iterator[ControlPlane]:
         """Everything up (components after the nodes exist); everything stopped on leaving, also on failure.
-        ``agents``: the kubelet and garbage-collector stand-ins."""
+        ``agents``: the kubelet, garbage-collector and token-controller stand-ins."""
         folder.mkdir(parents=True, exist_ok=True)
         supervisor = Supervisor(folder)
         api: Api | None = None
@@ -129,15 +131,16 @@ class ControlPlane:
             if agents:
                 plane.kubelet = Kubelet(api, folder=folder, start_initc=plane._start_initc)
                 plane.collector = GarbageCollector(api)
-                plane.kubelet.start()
-                plane.collector.start()
+                plane.token_controller = TokenController(api, signing_key=server.keys.service_account_key)
+                for stand_in in (plane.kubelet, plane.collector, plane.token_controller):
+                    stand_in.start()
             if components:
                 plane.start_extender()
                 plane.start_reconciler()
                 plane.start_scheduler()
             yield plane
         finally:
-            for agent in (plane.kubelet, plane.collector) if plane is not None else ():
+            for agent in (plane.kubelet, plane.collector, plane.token_controller) if plane is not None else ():
                 if agent is not None:
                     agent.stop()
             supervisor.stop_all()

@@ -24,6 +24,8 @@ DEPENDENTS = (
     "/api/v1/namespaces/{ns}/pods",
     "/api/v1/namespaces/{ns}/services",
     "/api/v1/namespaces/{ns}/serviceaccounts",
+    "/api/v1/namespaces/{ns}/secrets",
+    "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
     "/apis/grove.io/v1alpha1/namespaces/{ns}/podcliquescalinggroups",
     "/apis/grove.io/v1alpha1/namespaces/{ns}/podcliques",
     "/apis/scheduler.grove.io/v1alpha1/namespaces/{ns}/podgangs",

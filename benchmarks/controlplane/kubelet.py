@@ -1,8 +1,9 @@
 """A kubelet stand-in for every fake node: what a kubelet writes to the API about the pods bound to it.
 
-- A bound pod is *run*: its init containers in order — ``grove-initc`` really runs (``grove-extender initc``, as
-  the pod's ServiceAccount with a token from the TokenRequest API bound to the pod, as the projected volume would
-  give it), any other init container counts as done — then its containers start and, ``ready_after`` seconds later
+- A bound pod is *run*: its init containers in order — ``grove-initc`` really runs (``grove-extender initc``, with
+  the token its pod mounts where in-cluster clients look: the Secret ``<pcs>-ic-sat`` that the token-controller
+  stand-in fills, or else the pod's own account's token from the TokenRequest API, as a projected volume gives
+  it), any other init container counts as done — then its containers start and, ``ready_after`` seconds later
   (a readiness probe's first success), the pod is ``Running`` and ``Ready``. So startup order is what initc makes it.
 - A bound pod being deleted (``deletionTimestamp``) is finalized: the kubelet deletes it with grace period 0 once
   its containers are stopped, which is what lets a graceful delete (preemption, scale-in) finish.
@@ -15,6 +16,7 @@ of status writes would only load the API server). Nothing else: no probes after 
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +30,7 @@ from benchmarks.controlplane.tokens import write_kubeconfig
 __all__ = ["Kubelet"]
 
 INITC = "grove-initc"
+IN_CLUSTER = "/var/run/secrets/kubernetes.io/serviceaccount"  # where in-cluster clients find token and CA
 STRATEGIC = "application/strategic-merge-patch+json"
 StartInitc = Callable[[str, list[str], Path], Child]
 
@@ -105,21 +108,8 @@ class Kubelet(Agent):
         await self._status(pod, ready=True, started=started)
 
     async def _initc(self, pod: dict[str, Any], init: dict[str, Any]) -> None:
-        assert self.client is not None
-        meta, spec = pod["metadata"], pod["spec"]
-        account = spec.get("serviceAccountName") or "default"
-        path = f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{account}/token"
-        bound = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                "spec": {"expirationSeconds": 3600, "boundObjectRef": bound}}  # fmt: skip
-        token = (await self.client.acall("POST", path, body))["status"]["token"]
-        kubeconfig = write_kubeconfig(
-            self.folder / f"initc-{meta['uid']}.kubeconfig",
-            server=self.client.server,
-            ca=self.client.ca,
-            token=token,
-            user=f"system:serviceaccount:{meta['namespace']}:{account}",
-        )
+        meta = pod["metadata"]
+        kubeconfig = await self._credentials(pod, init)
         args = [*init.get("args", []), f"--namespace={meta['namespace']}"]
         while True:  # an init container that fails runs again (restartPolicy), until it succeeds
             child = self._start_initc(f"initc-{meta['namespace']}-{meta['name']}", args, kubeconfig)
@@ -132,6 +122,48 @@ class Kubelet(Agent):
             if child.process.returncode == 0:
                 return
             await asyncio.sleep(2)
+
+    async def _credentials(self, pod: dict[str, Any], init: dict[str, Any]) -> Path:
+        """A kubeconfig with the token the container finds where in-cluster clients look: a Secret volume mounted
+        there gives its ``token`` and ``ca.crt`` (grove-initc's ``<pcs>-ic-sat``, once the token controller filled
+        it; a kubelet keeps the pod waiting until the Secret can be mounted); otherwise the pod's own account's
+        projected token, from the TokenRequest API bound to the pod."""
+        assert self.client is not None
+        meta, spec = pod["metadata"], pod["spec"]
+        mounted = {m["name"] for m in init.get("volumeMounts", []) if m["mountPath"].rstrip("/") == IN_CLUSTER}
+        volume = next((v for v in spec.get("volumes", []) if v["name"] in mounted and "secret" in v), None)
+        path = self.folder / f"initc-{meta['uid']}.kubeconfig"
+        if volume is not None:
+            name = volume["secret"]["secretName"]
+            files = await self._secret_volume(meta, volume["name"], name)
+            user = f"secret {meta['namespace']}/{name}"  # a name only: the API server reads the identity from the token
+            token = (files / "token").read_text()
+            return write_kubeconfig(path, server=self.client.server, ca=files / "ca.crt", token=token, user=user)
+        account = spec.get("serviceAccountName") or "default"
+        bound = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 3600, "boundObjectRef": bound}}  # fmt: skip
+        token_path = f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{account}/token"
+        token = (await self.client.acall("POST", token_path, body))["status"]["token"]
+        user = f"system:serviceaccount:{meta['namespace']}:{account}"
+        return write_kubeconfig(path, server=self.client.server, ca=self.client.ca, token=token, user=user)
+
+    async def _secret_volume(self, meta: dict[str, Any], volume: str, secret: str) -> Path:
+        """The Secret's keys as files (mode 0600), once it exists and holds a token."""
+        assert self.client is not None
+        path = f"/api/v1/namespaces/{meta['namespace']}/secrets/{secret}"
+        while True:
+            reply = await self.client.arequest("GET", path)
+            data = (reply.body.get("data") or {}) if reply.status == 200 else {}
+            if data.get("token"):
+                break
+            await asyncio.sleep(0.5)
+        folder = self.folder / "volumes" / str(meta["uid"]) / volume
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, value in data.items():
+            (folder / key).write_bytes(base64.b64decode(value))
+            (folder / key).chmod(0o600)
+        return folder
 
     async def _status(self, pod: dict[str, Any], *, ready: bool, started: str) -> None:
         assert self.client is not None
