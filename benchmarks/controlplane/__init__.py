@@ -11,7 +11,8 @@ What it does not own: the binaries. They come from the folder named by ``KUBEBUI
 convention: ``etcd``, ``kube-apiserver``, ``kube-scheduler``, ``kubectl``); ``assets.find_assets`` says what is
 missing. There is no kube-controller-manager: no garbage collector, no namespace, ServiceAccount or token
 controller, no HPA controller (``cluster`` does the little of their work the tests need, and says so where it does:
-the garbage collector and token controller stand-ins, ``collector`` and ``token_controller``).
+the garbage collector and token controller stand-ins, ``collector`` and ``token_controller``). No DRA driver either:
+``dra_driver`` serves its ComputeDomain CRD when a scenario asks, nothing more.
 
 The product is driven only through its CLI and the Kubernetes API; nothing here imports ``scheduler`` internals
 or ``tests``.

@@ -210,11 +210,12 @@ class ControlPlane:
             time.sleep(0.2)
         raise RuntimeError(f"the extender was not ready within {timeout:g} s; see {self.extender.child.log}")
 
-    def start_reconciler(self) -> Child:
+    def start_reconciler(self, *, extra: tuple[str, ...] = ()) -> Child:
+        """``grove-extender reconcile`` as the Deployment runs it, as ServiceAccount ``grove-reconciler``; ``extra``
+        flags appended (``--mnnvl``, as the README tells an operator to add it)."""
         kubeconfig = self.account_kubeconfig("grove-reconciler")
-        self.reconciler = self.supervisor.start(
-            "reconciler", components.reconciler_argv(grove_extender(), kubeconfig=kubeconfig)
-        )
+        argv = components.reconciler_argv(grove_extender(), kubeconfig=kubeconfig)
+        self.reconciler = self.supervisor.start("reconciler", [*argv, *extra])
         return self.reconciler
 
     def restart_reconciler(self) -> Child:

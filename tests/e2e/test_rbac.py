@@ -2,7 +2,9 @@
 applied without it, the component restarted (a fresh token, fresh lists and watches) and given work that needs
 the rule; its log must show the API server refusing exactly that rule's verb on that rule's resource. Then the
 shipped manifest is applied again and the component restarted. The bindings of the second kube-scheduler to the
-cluster's own roles are shown needed the same way, by deleting each.
+cluster's own roles are shown needed the same way, by deleting each. The MNNVL role, which ships apart and is applied
+only with ``reconcile --mnnvl`` (after the NVIDIA DRA driver's CRD, served here by a stand-in), is applied for its
+case alone, with the reconciler run with ``--mnnvl``, and deleted again afterwards.
 
 (That nothing is refused under the shipped RBAC is checked after every other scenario: ``conftest.no_forbidden``.)
 """
@@ -20,19 +22,26 @@ import yaml
 
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.components import document
+from benchmarks.controlplane.dra_driver import serve_compute_domains
 from benchmarks.controlplane.install import DEPLOY, NAMESPACE
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from tests.e2e.reads import apply_in, wait_for
+from tests.e2e.test_mnnvl import MNNVL_PCS
 
 pytestmark = pytest.mark.forbidden_expected
 
 ACCOUNT = {"extender": "grove-extender", "reconciler": "grove-reconciler", "scheduler": "grove-scheduler"}
 LEASE = {"extender": "grove-extender", "scheduler": "grove-scheduler"}
+# The API server's refusal to let a role be created that grants more than its creator holds.
+ESCALATION = r"attempting to grant RBAC permissions not currently held"
+# Shipped apart, for `reconcile --mnnvl` only: applied for its case, deleted after it.
+MNNVL = "reconciler-rbac-mnnvl.yaml"
 
 # A PodCliqueSet that needs every kind of object the reconciler makes: cliques started in order (the init
-# container's ServiceAccount, Role and RoleBinding), a scaling group, an HPA, a topology binding; and one that Grove
-# refuses (a SpecValid=False Warning event).
+# container's ServiceAccount, Role, RoleBinding and token Secret), a scaling group, an HPA, a topology binding; one
+# that shares DRA ResourceClaims, made from its own template and from a ResourceClaimTemplate object; and one that
+# Grove refuses (a SpecValid=False Warning event).
 TRIGGER = """
 apiVersion: grove.io/v1alpha1
 kind: ClusterTopologyBinding
@@ -65,6 +74,38 @@ spec:
     podCliqueScalingGroups:
     - {name: group, cliqueNames: [worker], replicas: 1}
 ---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: e2e-rbac-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+---
+apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: shared}
+spec:
+  replicas: 1
+  template:
+    resourceClaimTemplates:
+    - name: scratch
+      templateSpec:
+        spec:
+          devices:
+            requests:
+            - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+    resourceSharing:
+    - {name: scratch, scope: AllReplicas}
+    - {name: e2e-rbac-gpu, scope: PerReplica}
+    cliques:
+    - name: only
+      spec:
+        roleName: only
+        replicas: 1
+        podSpec: {schedulerName: grove, containers: [{name: c, image: nginx, resources: {requests: {cpu: "1"}}}]}
+---
 apiVersion: grove.io/v1alpha1
 kind: PodCliqueSet
 metadata: {name: refused}
@@ -93,6 +134,11 @@ class Case:
     verbs: tuple[str, ...] = ()  # drop only these verbs of the rule
 
     @property
+    def flags(self) -> tuple[str, ...]:
+        """The component's flags beyond the Deployment's."""
+        return ("--mnnvl",) if self.manifest == MNNVL else ()
+
+    @property
     def id(self) -> str:
         what = f"rule{self.rule}" if self.rule is not None else "binding"
         return f"{self.name}-{what}" + (f"-{'-'.join(self.verbs)}" if self.verbs else "")
@@ -111,13 +157,18 @@ def _rule_cases() -> list[Case]:
         ("extender", "extender-rbac.yaml", "ClusterRole", "grove-extender"),
         ("extender", "extender-rbac.yaml", "Role", "grove-extender-lease"),
         ("reconciler", "reconciler-rbac.yaml", "ClusterRole", "grove-reconciler"),
+        ("reconciler", MNNVL, "ClusterRole", "grove-reconciler-mnnvl"),
         ("scheduler", "grove-scheduler.yaml", "Role", "grove-scheduler-lease"),
     ]
     cases = []
     for component, manifest, kind, name in roles:
         for index, rule in enumerate(document(manifest, kind, name)["rules"]):
             expect = _denied(ACCOUNT[component], rule["verbs"], rule["resources"])
-            if any(r.endswith("/finalizers") for r in rule["resources"]):
+            if (name, rule["resources"]) == ("grove-reconciler", ["pods/status"]):
+                # Never called either: the init container's Role grants pods/status get/list/watch, which RBAC lets
+                # the reconciler create only while it holds them itself.
+                expect = ESCALATION
+            elif any(r.endswith("/finalizers") for r in rule["resources"]):
                 # OwnerReferencesPermissionEnforcement (on in this control plane, as in some distributions): an owner
                 # reference with blockOwnerDeletion needs `update` on the owner's finalizers.
                 expect = r"cannot set blockOwnerDeletion"
@@ -126,8 +177,8 @@ def _rule_cases() -> list[Case]:
     # (get/list/watch pods) only while it holds all three itself (deploy/reconciler-rbac.yaml says so).
     pods = next(i for i, r in enumerate(document("reconciler-rbac.yaml", "ClusterRole", "grove-reconciler")["rules"])
                 if r["resources"] == ["pods"])  # fmt: skip
-    cases.append(Case("reconciler", "reconciler-rbac.yaml", "ClusterRole", "grove-reconciler", pods,
-                      r"attempting to grant RBAC permissions not currently held", verbs=("get",)))  # fmt: skip
+    cases.append(Case("reconciler", "reconciler-rbac.yaml", "ClusterRole", "grove-reconciler", pods, ESCALATION,
+                      verbs=("get",)))  # fmt: skip
     scheduler = ACCOUNT["scheduler"]
     cases += [
         Case("scheduler", "grove-scheduler.yaml", "ClusterRoleBinding", "grove-scheduler-as-kube-scheduler", None,
@@ -164,29 +215,31 @@ def _stop(plane: ControlPlane, component: str) -> None:
         plane.scheduler.stop()
 
 
-def _start(plane: ControlPlane, component: str, *, ready: bool) -> Child:
+def _start(plane: ControlPlane, component: str, *, ready: bool, flags: tuple[str, ...] = ()) -> Child:
     if component == "extender":
         assert plane.extender is not None
         return plane.start_extender(wait=ready, ports=plane.extender.ports).child
     if component == "reconciler":
-        return plane.start_reconciler()
+        return plane.start_reconciler(extra=flags)
     return plane.start_scheduler(wait=ready)
 
 
 def _trigger(plane: ControlPlane, namespace: str, case: Case) -> None:
     if case.component == "reconciler":
-        apply_in(plane, namespace, yaml.safe_load_all(TRIGGER))
+        apply_in(plane, namespace, yaml.safe_load_all(TRIGGER + ("---" + MNNVL_PCS if case.flags else "")))
     elif case.component == "extender":
         create_gangs(plane.api, namespace, [Gang("probe", 2)])  # bound, reported, an Event
 
 
 @pytest.fixture
 def restored(control_plane: ControlPlane) -> Iterator[Callable[[Case], None]]:
-    """Re-applies a case's whole manifest (every role and binding as shipped) and restarts the component, ready."""
+    """Re-applies a case's whole manifest (every role and binding as shipped; the MNNVL one is deleted, as it is not
+    installed by default) and restarts the component, ready, with the Deployment's flags."""
     cases: list[Case] = []
     yield cases.append
     for case in cases:
-        control_plane.kubectl("apply", "-f", str(DEPLOY / case.manifest))
+        action = ("delete", "--ignore-not-found") if case.manifest == MNNVL else ("apply",)
+        control_plane.kubectl(*action, "-f", str(DEPLOY / case.manifest))
         _stop(control_plane, case.component)
         _start(control_plane, case.component, ready=True)
 
@@ -197,6 +250,9 @@ def test_each_shipped_rule_is_needed(
 ) -> None:
     plane = control_plane
     restored(case)
+    if case.flags:  # the DRA driver's CRD, then the manifest as shipped (its binding), as the README's install says
+        serve_compute_domains(plane.kubectl)
+        plane.kubectl("apply", "-f", str(DEPLOY / case.manifest))
     if case.rule is None:
         binding = document(case.manifest, case.kind, case.name)
         plane.kubectl("-n", binding["metadata"].get("namespace", NAMESPACE), "delete", case.kind.lower(), case.name)
@@ -205,7 +261,7 @@ def test_each_shipped_rule_is_needed(
     _stop(plane, case.component)
     if case.rule is not None and "create" in _dropped_verbs(case) and "leases" in _dropped_resources(case):
         plane.kubectl("-n", NAMESPACE, "delete", "lease", LEASE[case.component])  # the rule creates it
-    child = _start(plane, case.component, ready=False)
+    child = _start(plane, case.component, ready=False, flags=case.flags)
     _trigger(plane, namespace, case)
     pattern = re.compile(case.expect)
     wait_for(lambda: pattern.search(child.log_text()), timeout=60, every=1.0,
