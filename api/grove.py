@@ -33,6 +33,10 @@ __all__ = [
     "GROVE_GROUP",
     "GROVE_VERSION",
     "LABEL_BASE_PODGANG",
+    "LABEL_COMPONENT",
+    "LABEL_MANAGED_BY",
+    "LABEL_NAME",
+    "LABEL_PART_OF",
     "LABEL_PCSG",
     "LABEL_PCSG_REPLICA_INDEX",
     "LABEL_PCS_REPLICA_INDEX",
@@ -41,6 +45,7 @@ __all__ = [
     "LABEL_POD_INDEX",
     "LABEL_SCHEDULER_NAME",
     "LABEL_TEMPLATE_HASH",
+    "MANAGED_BY",
     "MAX_GROUP_PODS",
     "MNNVL_CLAIM",
     "MNNVL_OPT_OUT",
@@ -78,6 +83,14 @@ GROVE_API_VERSION = f"{GROVE_GROUP}/{GROVE_VERSION}"
 SCHEDULER_API_VERSION = f"{SCHEDULER_GROUP}/{GROVE_VERSION}"
 GROVE_API_PATH = f"/apis/{GROVE_API_VERSION}"
 SCHEDULER_API_PATH = f"/apis/{SCHEDULER_API_VERSION}"
+
+# The recommended labels every object Grove makes for a PodCliqueSet carries; managed-by has Grove's value, so tools
+# that select Grove's objects by it (kubectl -l, dashboards) find the reconciler's too.
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+LABEL_NAME = "app.kubernetes.io/name"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+MANAGED_BY = "grove-operator"
 
 # Grove's label and annotation keys, as its operator sets them, and the scheduling gate its pods are created with.
 LABEL_PODGANG = "grove.io/podgang"

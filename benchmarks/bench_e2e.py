@@ -2,7 +2,7 @@
 
 Each phase starts a fake API server process holding the same generated cluster (``benchmarks.e2e.apiserver``:
 1,008 GB200-like nodes × 4 GPUs, 375 PodGangs of 8 one-GPU pods, pods of other schedulers running and churning,
-Node heartbeats, a kubelet) and runs the kube-scheduler stand-in (``benchmarks.e2e.standin``) over it:
+Node heartbeats, a kubelet) and runs the kube-scheduler stand-in (``benchmarks.sim.kubescheduler.standin``) over it:
 
 1. **alone**: the stand-in filters, scores and POSTs ``pods/binding`` itself;
 2. **extender**: ``grove-extender serve --kubeconfig`` watches the fake API server, plans ahead, and the
@@ -45,7 +45,7 @@ from rich.progress import Progress
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
 from benchmarks.e2e.real import add_arguments, run_real
-from benchmarks.e2e.standin import Cache, Outcome, StandIn
+from benchmarks.sim.kubescheduler.standin import StandIn, StandInOutcome
 
 _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -53,7 +53,7 @@ _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]
 @dataclass
 class Phase:
     mode: str
-    outcome: Outcome
+    outcome: StandInOutcome
     api_cpu: float
     api_stats: str
     extender_cpu: float = 0.0
@@ -93,22 +93,20 @@ async def _get_json(host: str, port: int, path: str) -> Any:
     return json.loads(payload)
 
 
-async def _drive(api: tuple[str, int], extender: tuple[str, int] | None, deadline: float) -> Outcome:
+async def _drive(api: tuple[str, int], extender: tuple[str, int] | None, deadline: float) -> StandInOutcome:
     nodes = (await _get_json(*api, "/api/v1/nodes"))["items"]
     listed = await _get_json(*api, "/api/v1/pods")
-    pods = listed["items"]
-    pending = [p for p in pods if p["spec"].get("schedulerName") == "grove" and not p["spec"].get("nodeName")]
+    standin = StandIn(
+        nodes=nodes,
+        pods=listed["items"],
+        api=api,
+        extender=extender,
+        deadline_seconds=deadline,
+        resource_version=listed["metadata"]["resourceVersion"],
+    )
     with Progress(transient=True) as progress:
-        task = progress.add_task("alone" if extender is None else "through the extender", total=len(pending))
-        standin = StandIn(
-            cache=Cache.from_lists(nodes, pods),
-            pods=pending,
-            api=api,
-            extender=extender,
-            deadline_seconds=deadline,
-            resource_version=listed["metadata"]["resourceVersion"],
-            on_bound=lambda: progress.advance(task),
-        )
+        task = progress.add_task("alone" if extender is None else "through the extender", total=standin.outcome.total)
+        standin.on_bound = lambda: progress.advance(task)
         return await standin.run()
 
 

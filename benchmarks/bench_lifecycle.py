@@ -1,6 +1,6 @@
 """How long gangs take to bind through the extender on a simulated kube-scheduler, and what it costs.
 
-Runs the scenarios of issue 9 on ``tests/simkube`` (kube-scheduler's queue, pace, backoff and binding cycles on a
+Runs the scenarios of issue 9 on ``benchmarks/sim`` (kube-scheduler's queue, pace, backoff and binding cycles on a
 simulated clock; the real coordinator and solver) and prints, per scenario: simulated seconds until the last gang
 was whole, kube-scheduler's scheduling cycles and extender calls, the pods the extender bound for members whose own
 call had been answered, and the CPU seconds the run took here. Run from the repository root:
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from tests.simkube import GangSpec, Outcome, Simulation
+from benchmarks.sim.simulation import GangSpec, Simulation, SimulationOutcome
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         title, build, until = SCENARIOS[name]
         with console.status(f"{name}: {title}"):
             sim = build(Knobs(pace=args.pace, max_backoff=args.max_backoff))
-            out: Outcome = sim.run(until=until)
+            out: SimulationOutcome = sim.run(until=until)
         if out.overcommits:
             console.print(f"[red]{name}: overcommitted: {out.overcommits[:3]}")
         rows.append(

@@ -27,7 +27,7 @@ from benchmarks.bench_extender import make_cluster
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
-from scheduler.extender.coordinator import Coordinator
+from scheduler.extender.coordinator import Coordinator, CoordinatorConfig
 from scheduler.extender.coordinator.members import GangRef
 from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.extender.translation.cluster_view import build_topology
@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     snapshot = parse_snapshot({"apiVersion": "v1", "kind": "List", "items": items})
     store = ClusterStore()
     solver = _Recording()
-    coordinator = Coordinator(store=store, writer=InMemoryClusterWriter(store), solver=solver)
+    # One gang at a time (batch size 1): with every gang waiting, a plan would go to the queue-head batch model,
+    # which never calls the injected solver, and there would be nothing to hold the plan against.
+    config = CoordinatorConfig(batch_size=1)
+    coordinator = Coordinator(store=store, writer=InMemoryClusterWriter(store), solver=solver, config=config)
     load_snapshot_into(store, snapshot)
     refs = [GangRef("default", gang.metadata.name) for gang in snapshot.podgangs]
     started = time.perf_counter()

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 
 POD = "/api/v1/namespaces/default/pods"

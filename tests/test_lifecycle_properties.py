@@ -17,8 +17,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.sim.simulation import GangSpec, Simulation
 from scheduler.extender.coordinator import CoordinatorConfig
-from tests.simkube import GangSpec, Simulation
 
 MAX_GANG = int(os.environ.get("GROVE_SIM_MAX_GANG", "3000"))
 

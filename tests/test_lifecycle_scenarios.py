@@ -1,5 +1,5 @@
 """The gang lifecycle against the kube-scheduler simulator: the scenarios of issue 9, each one a run on a simulated
-clock (tests/simkube), with kube-scheduler's real pace, queue and backoff.
+clock (benchmarks/sim), with kube-scheduler's real pace, queue and backoff.
 
 Times are simulated seconds. kube-scheduler feeds 80 pods/s here (what a v1.36 managed through this extender on
 the issue's machines), so a gang of n pods needs n/80 s for every member to reach the extender once: that is one
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.sim.fakeapi.inprocess import BindFault
+from benchmarks.sim.simulation import GangSpec, Simulation, SimulationOutcome
 from scheduler.extender.coordinator import CoordinatorConfig
-from tests.simkube import GangSpec, Outcome, Simulation
-from tests.simkube.api import BindFault
 
 PACE = 80.0
 MAX_BACKOFF = 10.0
 
 
-def _healthy(out: Outcome, gangs: int) -> None:
+def _healthy(out: SimulationOutcome, gangs: int) -> None:
     assert out.overcommits == []
     assert out.partial_at_end == []
     assert len(out.whole_at) == gangs, f"{len(out.whole_at)} of {gangs} gangs whole; {out.summary()}"

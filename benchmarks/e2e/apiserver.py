@@ -1,4 +1,4 @@
-"""The fake API server (``tests.fakeapi``) as a process of its own, holding a generated cluster and streaming
+"""The fake API server (``benchmarks.sim.fakeapi``) as a process of its own, holding a generated cluster and streaming
 the watch events a real one would while kube-scheduler works:
 
 - every Node's status heartbeat (each condition's ``lastHeartbeatTime``) every ``--heartbeat-seconds``;
@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks.e2e import objects
-from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer
-from tests.fakeapi.resources import StatusError, parse_path
+from benchmarks.sim.fakeapi import NODES, PODGANGS, PODS, FakeApiServer
+from scheduler.kube.memory.resources import StatusError, parse_path
 
 __all__ = ["main"]
 
@@ -140,10 +140,7 @@ class Load:
         while not self.stop.wait(5.0):
             with store.cond:
                 if len(store.log) > self.args.history:
-                    kept = store.log[-self.args.history :]
-                    store.compacted = kept[0].rv - 1
-                    store.log = kept
-                    store.cond.notify_all()
+                    store.compact(keep=self.args.history)
 
 
 def seed(server: FakeApiServer, args: argparse.Namespace) -> list[str]:

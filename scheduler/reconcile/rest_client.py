@@ -20,7 +20,7 @@ from typing import Any, Literal
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
-from api.grove import GROVE_API_PATH, LABEL_PODCLIQUE, SCHEDULER_API_PATH
+from api.grove import GROVE_API_PATH, LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY, SCHEDULER_API_PATH
 from scheduler.kube.decoding import EventType, JsonDecoder
 from scheduler.kube.informer import Informer, start_informers
 from scheduler.kube.listing import ALL_PODS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
@@ -33,7 +33,6 @@ from scheduler.reconcile.client import (
     OwnedKind,
     StatusKind,
 )
-from scheduler.reconcile.desired.names import LABEL_MANAGED_BY, LABEL_PART_OF, MANAGED_BY
 
 __all__ = ["KubeApi"]
 

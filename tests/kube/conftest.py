@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import ApiClient
 
-from tests.fakeapi import FakeApiServer, connected, running
+from benchmarks.sim.fakeapi import FakeApiServer, connected, running
 
 
 @pytest.fixture

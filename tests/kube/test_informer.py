@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi import PODGANGS as PODGANG_OBJECTS
+from benchmarks.sim.fakeapi import PODS, FakeApiServer
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.decoding import EventType, JsonDecoder
 from scheduler.kube.informer import Informer, start_informers
 from scheduler.kube.listing import ALL_PODS, PODGANGS
-from tests.fakeapi import PODGANGS as PODGANG_OBJECTS
-from tests.fakeapi import PODS, FakeApiServer
 from tests.kube import objects as k
 from tests.kube.waiting import wait_for
 

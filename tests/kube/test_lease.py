@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi import LEASES, FakeApiServer
+from benchmarks.sim.fakeapi.server import GATE_SECONDS
 from scheduler.kube.lease import LeaseElector, LeaseTiming
-from tests.fakeapi import LEASES, FakeApiServer
-from tests.fakeapi.server import GATE_SECONDS
 
 LEASE_PATH = r"^/apis/coordination.k8s.io/v1/namespaces/grove/leases/grove-extender$"
 

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.sim.fakeapi import LEASES, NODES, PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli import main
 from scheduler.cli.serve import build_service
 from scheduler.extender.coordinator import CoordinatorConfig
@@ -19,7 +20,6 @@ from scheduler.extender.state import ClusterStore
 from scheduler.extender.translation.cluster_view import choose_levels
 from scheduler.kube.live import LiveCluster, connect_live, default_namespace, wants_in_cluster
 from tests.extender_support import bind_body, filter_one, run
-from tests.fakeapi import LEASES, NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 
 CLIQUE = "nvidia.com/gpu.clique"

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.mirror import start_mirror
-from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 from tests.kube.waiting import wait_for
 

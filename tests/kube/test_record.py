@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sim.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli import main
 from scheduler.snapshot import load_snapshot
-from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 
 SECRET_VALUES = ("hf_secret_value", "s3cr3t-password", "--token=abc123", "last-applied-body")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.sim.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from placement import SolveOptions
 from scheduler.cli import main
 from scheduler.cli.plan import plan_snapshot
@@ -19,7 +20,6 @@ from scheduler.cli.snapshot_summary import summarise
 from scheduler.extender.translation.cluster_view import snapshot_view
 from scheduler.snapshot import Snapshot, load_snapshot, parse_snapshot
 from scheduler.snapshot.scrub import KEPT_ANNOTATIONS, scrub
-from tests.fakeapi import NODES, PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 
 PODCLIQUESETS = "grove.io/v1alpha1/podcliquesets"

@@ -18,12 +18,12 @@ import pytest
 import uvloop
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli.certs import issue
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.errors import WriteError
 from scheduler.kube.http import TOKEN_SECONDS, ApiHttp
 from scheduler.kube.writer import KubeClusterWriter
-from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.kube import objects as k
 
 FIXED_NOW = datetime(2026, 11, 25, 23, 0, 0, 250000, tzinfo=UTC)

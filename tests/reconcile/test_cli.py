@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmarks.sim.fakeapi import running
 from scheduler.cli import main
-from tests.fakeapi import running
 from tests.reconcile.examples import EXAMPLES, example
 
 

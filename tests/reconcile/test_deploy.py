@@ -11,11 +11,11 @@ import pytest
 import yaml
 from kubernetes import client
 
+from benchmarks.sim.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.rest_client import KubeApi
 from scheduler.reconcile.rules.features import Features
 from tests.crd_schema import crd_schema, pruned
-from tests.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from tests.reconcile.examples import EXAMPLES, example
 
 DEPLOY = EXAMPLES.parent

@@ -12,6 +12,8 @@ import pytest
 from kubernetes import client
 
 from api.grove import ClusterTopologyBinding
+from benchmarks.sim.fakeapi import FakeApiServer, running
+from scheduler.kube.memory.resources import ROLES
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.desired.services import service_object
 from scheduler.reconcile.desired.state import desired_state
@@ -20,8 +22,6 @@ from scheduler.reconcile.rest_client import KubeApi
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.topology import binding_errors
 from scheduler.reconcile.rules.validation import validate
-from tests.fakeapi import FakeApiServer, running
-from tests.fakeapi.resources import ROLES
 from tests.reconcile.examples import built_pod, cluster, example, pcs_model, reconciler
 
 T = "spec.template"

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from benchmarks.sim.fakeapi import PODS, FakeApiServer, running
 from scheduler.cli import main
 from scheduler.kube.backoff import Backoff
 from scheduler.reconcile.initc import ParentWait, parse_podcliques, wait_for_parents
 from tests.conftest import REPO_ROOT
-from tests.fakeapi import PODS, FakeApiServer, running
 
 NS = "default"
 

@@ -13,11 +13,11 @@ import pytest
 import yaml
 from kubernetes import client
 
+from benchmarks.sim.fakeapi import CORE_EVENTS, PODCLIQUESCALINGGROUPS, PODGANGS, PODS, FakeApiServer, running
 from scheduler.kube.connect import load_api_client
 from scheduler.reconcile.client import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.rest_client import KubeApi
-from tests.fakeapi import CORE_EVENTS, PODCLIQUESCALINGGROUPS, PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import example, gated, pods_per_gang
 
 NS = "default"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.rest_client import KubeApi
-from tests.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from tests.reconcile.examples import POD_NAME, example
 from tests.reconcile.kubectl import Kubectl
 

@@ -20,7 +20,7 @@ from scheduler.reconcile.components.converge import delete_orphans
 from scheduler.reconcile.desired.gangs import normalised_spec, podgang_object
 from scheduler.reconcile.desired.state import Desired, GangPlan
 from scheduler.reconcile.rules.topology import topology_name
-from scheduler.reconcile.status.conditions import Clock, condition, merge_conditions
+from scheduler.reconcile.status.conditions import Clock, condition, condition_of, merge_conditions
 
 __all__ = ["PodGangs", "gang_initialized"]
 
@@ -85,7 +85,7 @@ class PodGangs:
                 if initialized
                 else condition("Initialized", "False", reason="PodGangPodsCreationPending", message="")
             )
-            if _condition_status(current, "Initialized") != wanted_condition["status"]:
+            if (condition_of(current, "Initialized") or {}).get("status") != wanted_condition["status"]:
                 current = self._gang_status(current, {}, wanted_condition)
                 writes += 1
             result[gang.name] = current
@@ -105,13 +105,6 @@ class PodGangs:
             status=patch,
             resource_version=meta["resourceVersion"],
         )
-
-
-def _condition_status(obj: KubeObject, type_: str) -> str | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return str(item.get("status"))
-    return None
 
 
 def _gang_differs(live: KubeObject, wanted: KubeObject) -> bool:

@@ -3,6 +3,8 @@ so every builder agrees on them. Grove's own label keys (``grove.io/...``) are `
 
 from __future__ import annotations
 
+from api.grove import LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY
+
 __all__ = [
     "COMPONENT_COMPUTE_DOMAIN",
     "COMPONENT_HEADLESS_SERVICE",
@@ -30,14 +32,6 @@ __all__ = [
     "scaled_gang_name",
     "selector_string",
 ]
-
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_PART_OF = "app.kubernetes.io/part-of"
-LABEL_NAME = "app.kubernetes.io/name"
-LABEL_COMPONENT = "app.kubernetes.io/component"
-
-# Grove's value: tools that select Grove's objects by it (kubectl -l, dashboards) find ours too.
-MANAGED_BY = "grove-operator"
 
 # Values of app.kubernetes.io/component, one per kind of object made for a PodCliqueSet (Grove's labels.go).
 COMPONENT_HEADLESS_SERVICE = "pcs-headless-service"

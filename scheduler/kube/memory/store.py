@@ -11,29 +11,51 @@ collector runs shortly after. Every refusal is a ``StatusError`` the HTTP layer 
 from __future__ import annotations
 
 import bisect
-import copy
 import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.fakeapi.resources import PODS, RESOURCES, SERVICEACCOUNTS, Resource, StatusError, resource_for, status_body
-from tests.fakeapi.selectors import field_matches, label_matches, merge_patch
+from scheduler.kube.memory.resources import (
+    PODS,
+    RESOURCES,
+    SERVICEACCOUNTS,
+    Resource,
+    StatusError,
+    resource_for,
+    status_body,
+)
+from scheduler.kube.memory.selectors import field_matches, label_matches, merge_patch
 
-__all__ = ["Store"]
+__all__ = ["Entry", "Store"]
 
 Obj = dict[str, Any]
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's generateName alphabet (no vowels, no look-alikes)
 
 
+def _clone(obj: Obj) -> Obj:
+    """A copy of a JSON object: twice as fast as ``copy.deepcopy`` for plain JSON, which every object here is."""
+    copied: Obj = json.loads(json.dumps(obj))
+    return copied
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _random_uid() -> str:
+    return str(uuid.uuid4())
+
+
 @dataclass
-class _Entry:
+class Entry:
     """One line of the watch log: a change (with the object before it, for selector transitions), a bookmark, or
-    an error for open watches."""
+    an error for open watches. ``obj`` and ``old`` are the stored objects themselves, which nothing changes in
+    place (every write stores a new dict), so the log costs no copies."""
 
     rv: int
     resource: str
@@ -43,16 +65,34 @@ class _Entry:
 
 
 class Store:
-    def __init__(self) -> None:
+    """``clock`` stamps ``creationTimestamp`` and ``uids`` names new objects (the simulator's clock and
+    reproducible names; wall time and random UUIDs otherwise). ``service_accounts`` runs the ServiceAccount
+    admission plugin on pod creation (off for a dry run, which shows what would be created on any cluster).
+    ``history``: how many changes the log keeps for watches to resume from (None: all; a client that only listens
+    needs none, and every old version the log holds is memory the garbage collector walks)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = _wall_clock,
+        uids: Callable[[], str] = _random_uid,
+        service_accounts: bool = True,
+        history: int | None = None,
+    ) -> None:
         self.cond = threading.Condition()  # re-entrant: helpers call each other holding it
+        self.clock = clock
+        self.uids = uids
+        self.service_accounts = service_accounts
+        self.history = history
         self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
         # Each resource's keys in list order, kept until one is added or removed: sorting 100,000 pods for every
         # page of 500 made one list take minutes.
         self._sorted: dict[str, list[tuple[str, str]]] = {}
-        self.log: list[_Entry] = []
+        self.log: list[Entry] = []
         self.rv = 100
         self.compacted = 0
         self.closing = False
+        self._listeners: list[Callable[[Entry], None]] = []
 
     # --- reads -------------------------------------------------------------------------------------------------
 
@@ -95,7 +135,7 @@ class Store:
                     continue
                 if limit and len(items) == limit:
                     return items, self.rv, last
-                items.append(json.loads(json.dumps(obj)))  # a copy: twice as fast as deepcopy for plain JSON
+                items.append(_clone(obj))
                 last = key
             return items, self.rv, None
 
@@ -122,8 +162,10 @@ class Store:
                 body.pop("status", None)
                 if resource == PODS:
                     body["status"] = {"phase": "Pending"}
-            if resource == PODS:
+            if resource == PODS and self.service_accounts:
                 self._check_service_account(namespace, body, meta["name"])
+            for key in ("uid", "creationTimestamp", "generation"):  # the server's to set, whatever was sent
+                meta.pop(key, None)
             return self.save(resource, body)
 
     def replace(self, resource: str, current: Obj, body: Any) -> Obj:
@@ -132,9 +174,9 @@ class Store:
         if meta.get("name") != current["metadata"]["name"]:
             raise StatusError(400, "BadRequest", "the name of the object does not match the name on the URL")
         self._check_version(resource, current, meta.get("resourceVersion"))
-        updated = copy.deepcopy(body)
+        updated = _clone(body)
         self._keep_identity(resource, current, updated)
-        return self.save(resource, updated)
+        return self._released(resource, self.save(resource, updated))
 
     def patch(self, resource: str, current: Obj, patch: Any, *, subresource: str | None) -> Obj:
         """A merge patch of the object, or with ``subresource="status"`` of its status alone."""
@@ -142,7 +184,7 @@ class Store:
             raise StatusError(400, "BadRequest", "a merge patch must be a JSON object")
         self._check_version(resource, current, (patch.get("metadata") or {}).get("resourceVersion"))
         if subresource == "status":
-            updated = copy.deepcopy(current)
+            updated = dict(current)
             updated["status"] = merge_patch(current.get("status"), patch.get("status") or {})
             _check_status(resource, updated)
         else:
@@ -150,7 +192,7 @@ class Store:
             self._keep_identity(resource, current, updated)
         if resource == PODS:
             _check_gates(current, updated)
-        return self.save(resource, updated)
+        return self._released(resource, self.save(resource, updated))
 
     def scale(self, resource: str, current: Obj, body: Any, method: str) -> Obj:
         """The ``scale`` subresource of a CRD, as kube-apiserver serves it: an ``autoscaling/v1`` Scale read from
@@ -168,7 +210,7 @@ class Store:
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
                 message = f'Scale.autoscaling "{current["metadata"]["name"]}" is invalid: spec.replicas: must be ≥ 0'
                 raise StatusError(422, "Invalid", message)
-            updated = copy.deepcopy(current)
+            updated = _clone(current)
             _set_path(updated, paths.spec_replicas, replicas)
             current = self.save(resource, updated)
         return self._scale_of(resource, current)
@@ -194,7 +236,14 @@ class Store:
         }
 
     def delete(self, resource: str, current: Obj, *, propagation: str | None) -> None:
+        """Remove the object and, unless orphaned, what it owns; an object with finalizers is only marked
+        (``deletionTimestamp``) and goes once a write has taken the last one off, as kube-apiserver does."""
         meta = current["metadata"]
+        if meta.get("finalizers"):
+            if not meta.get("deletionTimestamp"):
+                stamp = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+                self.save(resource, {**current, "metadata": {**meta, "deletionTimestamp": stamp}})
+            return
         self.remove(resource, meta.get("namespace", ""), meta["name"])
         if propagation == "Orphan":
             return
@@ -220,27 +269,26 @@ class Store:
             raise StatusError(409, "Conflict", message)
         if pod.get("spec", {}).get("schedulingGates"):
             raise StatusError(500, "InternalError", f"pod {name} has non-empty .spec.schedulingGates")
-        updated = copy.deepcopy(pod)
-        updated.setdefault("spec", {})["nodeName"] = target["name"]
-        self.save(PODS, updated)
+        self.save(PODS, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": target["name"]}})
 
     # --- test helpers: kubectl and etcd stand-ins ----------------------------------------------------------------
 
-    def apply(self, obj: Obj) -> Obj:
-        """Like ``kubectl apply``: create, or update labels, annotations and spec keeping status; no version check."""
-        resource = resource_for(obj)
+    def apply(self, obj: Obj, *, resource: str | None = None) -> Obj:
+        """Like ``kubectl apply``: create, or update labels, annotations and spec keeping status; no version check.
+        ``resource`` when given, else the one the object's apiVersion and kind name."""
+        resource = resource or resource_for(obj)
         meta = obj["metadata"]
         namespace = meta.get("namespace", "") if RESOURCES[resource].namespaced else ""
         with self.cond:
             current = self.objects.get(resource, {}).get((namespace, meta["name"]))
-            updated = copy.deepcopy(obj)
+            updated = _clone(obj)
             updated["metadata"]["namespace"] = namespace
             if current is not None:
                 updated["metadata"] = {**current["metadata"], **updated["metadata"]}
                 updated.pop("status", None)
                 if "status" in current:
                     updated["status"] = current["status"]
-            return self.save(resource, updated)
+            return self._released(resource, self.save(resource, updated))
 
     def remove(self, resource: str, namespace: str, name: str, *, silent: bool = False) -> None:
         with self.cond:
@@ -248,21 +296,25 @@ class Store:
             if obj is not None:
                 self._sorted.pop(resource, None)
                 self.rv += 1
-                obj["metadata"]["resourceVersion"] = str(self.rv)
+                gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
                 if not silent:
-                    self._append(resource, "DELETED", obj, old=obj)
+                    self._append(resource, "DELETED", gone, old=obj)
 
     def save(self, resource: str, obj: Obj, *, silent: bool = False) -> Obj:
-        """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation."""
+        """Store ``obj`` as the new state of its object: the next resourceVersion, identity and generation. The store
+        keeps ``obj`` itself (its ``metadata`` copied): the caller hands it over and changes it no more.
+
+        Every write returns the stored object itself, not a copy: read it, serialise it, or copy it before a
+        change (what the HTTP server sends needs no copy, what a test helper hands out does)."""
         spec = RESOURCES[resource]
         with self.cond:
-            meta = obj.setdefault("metadata", {})
+            meta = obj["metadata"] = dict(obj.get("metadata") or {})
             bucket = self.objects.setdefault(resource, {})
             old = bucket.get((meta.get("namespace", ""), meta["name"]))
             self.rv += 1
             meta["resourceVersion"] = str(self.rv)
-            meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            meta.setdefault("uid", self.uids())
+            meta.setdefault("creationTimestamp", self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
             before = old["metadata"].get("generation", 1) if old else 0
             meta["generation"] = before + 1 if old is None or old.get("spec") != obj.get("spec") else before
             obj.setdefault("kind", spec.kind)
@@ -272,7 +324,7 @@ class Store:
             bucket[(meta.get("namespace", ""), meta["name"])] = obj
             if not silent:
                 self._append(resource, "ADDED" if old is None else "MODIFIED", obj, old=old)
-            return copy.deepcopy(obj)
+            return obj
 
     # --- internals (hold self.cond) ------------------------------------------------------------------------------
 
@@ -298,18 +350,34 @@ class Store:
 
     @staticmethod
     def _keep_identity(resource: str, current: Obj, updated: Obj) -> None:
-        meta = updated.setdefault("metadata", {})
-        for key in ("namespace", "uid", "creationTimestamp", "generation"):
+        meta = updated["metadata"] = dict(updated.get("metadata") or {})  # a merge patch may share current's
+        meta.pop("deletionTimestamp", None)  # the server's to set, on delete; no write sets or undoes it
+        for key in ("namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if key in current["metadata"]:
                 meta[key] = current["metadata"][key]
         if RESOURCES[resource].status_subresource:  # only the status subresource writes status
             updated.pop("status", None)
             if "status" in current:
-                updated["status"] = copy.deepcopy(current["status"])
+                updated["status"] = current["status"]
+
+    def _released(self, resource: str, obj: Obj) -> Obj:
+        """After a write: an object marked for deletion whose last finalizer the write took off goes now."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self.delete(resource, obj, propagation=None)
+        return obj
 
     def _append(self, resource: str, event_type: str, obj: Obj, *, old: Obj | None = None) -> None:
-        self.log.append(_Entry(self.rv, resource, event_type, copy.deepcopy(obj), copy.deepcopy(old)))
+        entry = Entry(self.rv, resource, event_type, obj, old)
+        if self.history == 0:
+            self.compacted = self.rv
+        else:
+            self.log.append(entry)
+            if self.history is not None and len(self.log) > self.history:
+                self.compact(keep=self.history)
         self.cond.notify_all()
+        for listener in self._listeners:
+            listener(entry)
 
     def bookmark(self, resource: str) -> None:
         with self.cond:
@@ -321,7 +389,23 @@ class Store:
         with self.cond:
             self._append(resource, "ERROR", status_body(410, "Expired", "too old resource version"))
 
+    def compact(self, *, keep: int = 0) -> None:
+        """Forget all history but the last ``keep`` entries, as etcd compaction does: a watch from an older
+        resourceVersion gets 410 Gone; open watches end once they drained the old log (their clients watch again
+        from where they were, or relist)."""
+        with self.cond:
+            kept = self.log[len(self.log) - keep :] if keep else []
+            self.compacted = kept[0].rv - 1 if kept else self.rv
+            self.log = kept
+            self.cond.notify_all()
+
     # --- watch ---------------------------------------------------------------------------------------------------
+
+    def listen(self, listener: Callable[[Entry], None]) -> None:
+        """Call ``listener`` with every entry as it is logged, before the write returns: the watch of an in-process
+        client (the simulator's, on a simulated clock, cannot block on ``cond``), which delivers later itself."""
+        with self.cond:
+            self._listeners.append(listener)
 
     def watch(
         self, *, resource: str, since: int, fields: str | None, labels: str | None, bookmarks: bool, timeout: float
@@ -360,7 +444,7 @@ class Store:
                     yield {"type": event_type, "object": entry.obj}
 
 
-def _seen_as(entry: _Entry, *, fields: str | None, labels: str | None) -> str | None:
+def _seen_as(entry: Entry, *, fields: str | None, labels: str | None) -> str | None:
     """The event a selecting watch sees: an object entering the selection is ADDED, one leaving it DELETED."""
 
     def selected(obj: Obj | None) -> bool:

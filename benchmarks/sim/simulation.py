@@ -16,15 +16,17 @@ from typing import Any
 
 import looptime
 
-from api.core import Pod
+from api.core import GPU, Pod
+from api.grove import LABEL_PODGANG
+from benchmarks.sim.extender import ExtenderProcess, install_task_owner
+from benchmarks.sim.fakeapi.inprocess import BindFault, EventType, FakeApi, Kind
+from benchmarks.sim.kubescheduler.inprocess import InProcessInformer
+from benchmarks.sim.kubescheduler.queue import MAX_BACKOFF, SchedulingQueue
+from benchmarks.sim.kubescheduler.scheduler import KubeScheduler, SchedulerStats
 from scheduler.extender.coordinator import CoordinatorConfig
-from tests.builders import make_node, make_pod, make_podgang
-from tests.simkube.api import BindFault, EventType, FakeApi, Kind
-from tests.simkube.extender import ExtenderProcess, install_task_owner
-from tests.simkube.queue import MAX_BACKOFF, SchedulingQueue
-from tests.simkube.scheduler import KubeScheduler, SchedulerStats
+from topology.levels import HOSTNAME_KEY
 
-__all__ = ["GangSpec", "Outcome", "Simulation"]
+__all__ = ["GangSpec", "Simulation", "SimulationOutcome"]
 
 CLIQUE = "nvidia.com/gpu.clique"
 
@@ -49,7 +51,7 @@ class GangSpec:
 
 
 @dataclass
-class Outcome:
+class SimulationOutcome:
     whole_at: dict[str, float]  # gang → simulated seconds at which every group had minReplicas bound
     partial_seconds: dict[str, float]  # gang → longest time it was partly bound (some bound, some group short)
     partial_unreported: list[str]  # gangs partly bound for long with no PartiallyBound condition written meanwhile
@@ -109,21 +111,16 @@ class Simulation:
         self.api = FakeApi(self.loop)
         self.config = config or CoordinatorConfig()
         self.extender = ExtenderProcess(self.api, config=self.config, watch_lag=watch_lag)
+        self.informer = InProcessInformer(self.api)
         self.scheduler = KubeScheduler(
-            api=self.api,
-            call_filter=self.extender.filter,
-            call_bind=self.extender.bind,
-            call_prioritize=self.extender.prioritize,
+            lister=self.informer,
+            extender=self.extender,
             cycle_seconds=1.0 / pods_per_second,
             http_timeout=http_timeout,
             queue=SchedulingQueue(max_backoff=max_backoff),
         )
         self._nodes = [
-            make_node(f"node-{i:05d}")
-            .gpus(gpus_per_node)
-            .cpu("128")
-            .label(CLIQUE, f"c{i // clique_size}" if clique_size else "c0")
-            .obj()
+            _node(f"node-{i:05d}", gpus=gpus_per_node, clique=f"c{i // clique_size}" if clique_size else "c0")
             for i in range(nodes)
         ]
         self._gangs: list[GangSpec] = []
@@ -174,8 +171,9 @@ class Simulation:
             node = view and (view.ready or view.planned)
             if node:
                 self.intruded_on = node
-                intruder = make_pod(f"intruder-{node}").gpus(gpus).cpu("1").scheduler("default-scheduler").on(node)
-                self.api.create_pod(intruder.obj())
+                intruder = _pod(f"intruder-{node}", gpus=gpus, scheduler="default-scheduler")
+                intruder["spec"]["nodeName"] = node
+                self.api.create_pod(intruder)
 
         self.at(at, intrude)
 
@@ -186,9 +184,7 @@ class Simulation:
             self.scheduler.blocked[key] = until
 
         def unblock() -> None:
-            node = next(iter(self.api.nodes.values()))
-            self.api.nodes[node.name] = node
-            self.api._emit("Node", "MODIFIED", node)
+            self.api.touch_node(next(iter(self.api.nodes)))
 
         self.at(until, unblock)
 
@@ -202,7 +198,7 @@ class Simulation:
 
     # --- running -------------------------------------------------------------------------------------------------
 
-    def run(self, *, until: float) -> Outcome:
+    def run(self, *, until: float) -> SimulationOutcome:
         started = time.process_time()
         try:
             self.loop.run_until_complete(self._main(until))
@@ -214,7 +210,7 @@ class Simulation:
                 task.cancel()
             self.loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             self.loop.close()
-        return Outcome(
+        return SimulationOutcome(
             whole_at=dict(self._whole_at),
             partial_seconds={gang: t.longest_partial for gang, t in self._tracks.items() if t.longest_partial},
             partial_unreported=[g for g, t in self._tracks.items() if t.longest_partial > 30 and not t.reported_since],
@@ -234,7 +230,7 @@ class Simulation:
         if self._regrow is not None:
             self.api.on_pod_deleted = self._regrow_member
         self.extender.start()
-        self.scheduler.start()
+        self.informer.start(self.scheduler)
         for spec in self._gangs:
             self._track(spec)
             self.loop.call_later(spec.at, self._create, spec, False)
@@ -249,35 +245,22 @@ class Simulation:
 
     def _create(self, spec: GangSpec, late: bool) -> None:
         if not late:
-            podgang = make_podgang(spec.name)
-            for group, (size, minimum, _) in spec.groups.items():
-                podgang = podgang.group(
-                    group, pods=[f"{spec.name}-{group}-{i}" for i in range(size)], min_replicas=minimum
-                )
-            if spec.required:
-                podgang = podgang.pack(required=spec.required)
-            self.api.add_podgang(podgang.obj())
+            self.api.add_podgang(_podgang(spec))
         index = 0
         for group, (size, _, gpus) in spec.groups.items():
             for i in range(size):
                 if (index in spec.late) == late:
-                    name = f"{spec.name}-{group}-{i}"
-                    pod = (
-                        make_pod(name).gpus(gpus).cpu("1").gang(spec.name).scheduler("grove").priority(spec.priority)
-                    ).obj()
                     self.api.create_pod(
-                        pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"uid": ""})})
+                        _pod(f"{spec.name}-{group}-{i}", gpus=gpus, gang=spec.name, priority=spec.priority)
                     )
                 index += 1
 
     def _regrow_member(self, pod: Pod) -> None:
+        """Grove re-creates a lost member from its template: same name and spec, a new UID, not bound."""
         assert self._regrow is not None
-        fresh = pod.model_copy(
-            update={
-                "metadata": pod.metadata.model_copy(update={"uid": ""}),
-                "spec": pod.spec.model_copy(update={"nodeName": ""}),
-            }
-        )
+        gang = pod.metadata.labels.get(LABEL_PODGANG)
+        gpus = pod.requests().get(GPU, 0)
+        fresh = _pod(pod.metadata.name, gpus=gpus, gang=gang, priority=pod.spec.priority or 0)
         self.loop.call_later(self._regrow, lambda: pod.key in self.api.pods or self.api.create_pod(fresh))
 
     # --- what the API says about each gang -----------------------------------------------------------------------
@@ -328,3 +311,55 @@ class Simulation:
 
 def _pod_names(spec: GangSpec) -> list[str]:
     return [f"{spec.name}-{group}-{i}" for group, (size, _, _) in spec.groups.items() for i in range(size)]
+
+
+# --- the objects, as a Grove-like controller creates them --------------------------------------------------------
+
+
+def _node(name: str, *, gpus: int, clique: str) -> dict[str, Any]:
+    allocatable = {"cpu": "128", "memory": "1000Gi", "pods": "110", GPU: str(gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME_KEY: name, CLIQUE: clique}},
+        "spec": {},
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+    }
+
+
+def _pod(
+    name: str, *, gpus: int, gang: str | None = None, priority: int = 0, scheduler: str = "grove"
+) -> dict[str, Any]:
+    # Extended resources must have request == limit, as real manifests set them.
+    resources = {"requests": {GPU: str(gpus), "cpu": "1"}, "limits": {GPU: str(gpus)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {LABEL_PODGANG: gang} if gang else {}},
+        "spec": {
+            "schedulerName": scheduler,
+            "priority": priority,
+            "containers": [{"name": "main", "resources": resources}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def _podgang(spec: GangSpec) -> dict[str, Any]:
+    groups = [
+        {
+            "name": group,
+            "podReferences": [{"namespace": "default", "name": f"{spec.name}-{group}-{i}"} for i in range(size)],
+            "minReplicas": minimum,
+        }
+        for group, (size, minimum, _) in spec.groups.items()
+    ]
+    body: dict[str, Any] = {"podgroups": groups}
+    if spec.required:
+        body["topologyConstraint"] = {"packConstraint": {"required": spec.required}}
+    return {
+        "apiVersion": "scheduler.grove.io/v1alpha1",
+        "kind": "PodGang",
+        "metadata": {"name": spec.name, "namespace": "default"},
+        "spec": body,
+    }

@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
+from benchmarks.sim.fakeapi.http import Dropped, QuietServer, Request, handler_for
 from scheduler.kube.connect import load_api_client
-from tests.fakeapi.http import Dropped, QuietServer, Request, handler_for
-from tests.fakeapi.resources import StatusError
-from tests.fakeapi.store import Store
+from scheduler.kube.memory.resources import StatusError
+from scheduler.kube.memory.store import Store
 
 __all__ = ["FakeApiServer", "connected", "running"]
 
@@ -119,11 +119,11 @@ class FakeApiServer:
     def put(self, resource: str, obj: dict[str, Any], *, silent: bool = False) -> dict[str, Any]:
         """Create or replace an object whole (no version check), emitting ADDED or MODIFIED — or, with ``silent``,
         a change no watcher will ever be told about (as if its event was compacted away before delivery)."""
-        return self.store.save(resource, copy.deepcopy(obj), silent=silent)
+        return copy.deepcopy(self.store.save(resource, copy.deepcopy(obj), silent=silent))
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``kubectl apply`` of a manifest (resource from its apiVersion and kind): status is kept."""
-        return self.store.apply(obj)
+        return copy.deepcopy(self.store.apply(obj))
 
     def get(self, resource: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         with self.store.cond:
@@ -147,9 +147,7 @@ class FakeApiServer:
 
     def compact(self) -> None:
         """Forget history: watches from any resourceVersion up to now get 410 Gone."""
-        with self.store.cond:
-            self.store.compacted = self.store.rv
-            self.store.log = []  # open watches notice the new list and end once they drained the old one
+        self.store.compact()
 
     def expire_watches(self, resource: str) -> None:
         """Send 410 Gone to open watches of ``resource`` and compact, as etcd compaction does."""

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from api.grove import GROVE_API_VERSION, SCHEDULER_API_VERSION
+
 __all__ = [
     "CORE",
     "CORE_EVENTS",
@@ -68,11 +70,11 @@ NODES = "v1/nodes"
 PODS = "v1/pods"
 SERVICES = "v1/services"
 CORE_EVENTS = "v1/events"
-PODGANGS = "scheduler.grove.io/v1alpha1/podgangs"
-PODCLIQUESETS = "grove.io/v1alpha1/podcliquesets"
-TOPOLOGY_BINDINGS = "grove.io/v1alpha1/clustertopologybindings"
-PODCLIQUES = "grove.io/v1alpha1/podcliques"
-PODCLIQUESCALINGGROUPS = "grove.io/v1alpha1/podcliquescalinggroups"
+PODGANGS = f"{SCHEDULER_API_VERSION}/podgangs"
+PODCLIQUESETS = f"{GROVE_API_VERSION}/podcliquesets"
+TOPOLOGY_BINDINGS = f"{GROVE_API_VERSION}/clustertopologybindings"
+PODCLIQUES = f"{GROVE_API_VERSION}/podcliques"
+PODCLIQUESCALINGGROUPS = f"{GROVE_API_VERSION}/podcliquescalinggroups"
 LEASES = "coordination.k8s.io/v1/leases"
 EVENTS = "events.k8s.io/v1/events"
 HPAS = "autoscaling/v2/horizontalpodautoscalers"

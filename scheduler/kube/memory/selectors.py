@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 __all__ = ["field_matches", "label_matches", "merge_patch"]
@@ -29,8 +30,10 @@ def field_matches(obj: dict[str, Any], selector: str | None) -> bool:
     return True
 
 
-def _terms(selector: str) -> list[str]:
-    """Split on the commas between terms, not those inside ``in (a,b)``."""
+@functools.lru_cache(maxsize=256)
+def _terms(selector: str) -> tuple[str, ...]:
+    """Split on the commas between terms, not those inside ``in (a,b)``; remembered, as a list or watch asks it of
+    every object."""
     terms, depth, current = [], 0, ""
     for char in selector:
         depth += {"(": 1, ")": -1}.get(char, 0)
@@ -39,7 +42,7 @@ def _terms(selector: str) -> list[str]:
             current = ""
         else:
             current += char
-    return [term.strip() for term in [*terms, current] if term.strip()]
+    return tuple(term.strip() for term in [*terms, current] if term.strip())
 
 
 def label_matches(obj: dict[str, Any], selector: str | None) -> bool:

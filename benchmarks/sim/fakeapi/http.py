@@ -12,17 +12,16 @@ import json
 import socket
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
-from tests.fakeapi.resources import PODS, RESOURCES, Resource, StatusError, Target, parse_path
+from scheduler.kube.memory.resources import PODS, RESOURCES, Resource, StatusError, Target, parse_path
+from scheduler.kube.memory.store import Store
 
-if TYPE_CHECKING:
-    from tests.fakeapi.server import FakeApiServer
-
-__all__ = ["Dropped", "QuietServer", "Request", "handler_for"]
+__all__ = ["Dropped", "QuietServer", "Request", "Served", "handler_for"]
 
 _MERGE_PATCH = "application/merge-patch+json"
 _TRUE = ("true", "True", "1")
@@ -56,7 +55,19 @@ class QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+class Served(Protocol):
+    """What the handler answers from: the store, and the server's steering around each request (``server``)."""
+
+    store: Store
+
+    def before(self, request: Request) -> list[threading.Barrier]:
+        """Log the request, apply its delay and fault; the gates it must pass once its answer is ready."""
+        ...
+
+    def pass_gates(self, gates: list[threading.Barrier]) -> None: ...
+
+
+def handler_for(server: Served) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         api = server
 
@@ -64,7 +75,7 @@ def handler_for(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    api: FakeApiServer
+    api: Served
     protocol_version = "HTTP/1.1"  # keep-alive and chunked watches, as kube-apiserver speaks
     # Headers and body go out in two writes: with Nagle's algorithm the second waits for the client's delayed ACK
     # (40 ms a request on Linux). Go's net/http, hence kube-apiserver, sets TCP_NODELAY too.

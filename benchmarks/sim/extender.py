@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, TypeVar
 
-from api.extender import ExtenderArgs, ExtenderBindingArgs
+from api.extender import (
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    HostPriority,
+    PodRef,
+)
+from benchmarks.sim.fakeapi.inprocess import FakeApi, Subscription
+from benchmarks.sim.kubescheduler.scheduler import ExtenderDown, PodInfo
 from placement import solve
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.errors import WriteError
-from tests.simkube.api import FakeApi, Subscription
-from tests.simkube.scheduler import ExtenderDown
 
 __all__ = ["ExtenderProcess", "install_task_owner"]
 
@@ -136,13 +143,18 @@ class ExtenderProcess:
             task.cancel()
         self.coordinator = None
 
-    async def filter(self, args: ExtenderArgs) -> Any:
+    # --- kube-scheduler's calls (``benchmarks.sim.kubescheduler.scheduler.Extender``), in process ---------------
+
+    async def filter(self, pod: PodInfo, nodes: list[str]) -> ExtenderFilterResult:
+        args = ExtenderArgs(Pod=_ref(pod), NodeNames=nodes)
         return await self._call(lambda c: c.filter(args))
 
-    async def prioritize(self, args: ExtenderArgs) -> Any:
+    async def prioritize(self, pod: PodInfo, nodes: list[str]) -> Sequence[HostPriority]:
+        args = ExtenderArgs(Pod=_ref(pod), NodeNames=nodes)
         return await self._call(lambda c: c.prioritize(args))
 
-    async def bind(self, args: ExtenderBindingArgs) -> Any:
+    async def bind(self, pod: PodInfo, node: str) -> ExtenderBindingResult:
+        args = ExtenderBindingArgs(PodName=pod.name, PodNamespace=pod.namespace, PodUID=pod.uid, Node=node)
         return await self._call(lambda c: c.bind(args))
 
     async def _call(self, verb: Callable[[Coordinator], Awaitable[T]]) -> T:
@@ -165,3 +177,7 @@ class ExtenderProcess:
         while True:
             worker.run_once()
             await asyncio.sleep(1.0)
+
+
+def _ref(pod: PodInfo) -> PodRef:
+    return PodRef.model_validate({"metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}})
