@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 DEBUG_PORT ?= 8889
 
-.PHONY: run test lint typecheck layers unit clean
+.PHONY: run test lint typecheck layers unit e2e clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ layers: $(VENV)/.installed-test
 
 unit: $(VENV)/.installed-test
 	$(BIN)/pytest
+
+# The end-to-end suite on a real control plane (tests/e2e): etcd, kube-apiserver and kube-scheduler from the folder
+# KUBEBUILDER_ASSETS names (envtest's convention); without it every scenario skips with one line saying so.
+e2e: $(VENV)/.installed-test
+	$(BIN)/pytest -m e2e tests/e2e
 
 test: lint typecheck layers unit
 

@@ -16,6 +16,11 @@ of it), with its idle cost per second (heartbeats and churn only) beside it.
 
 ``--profile DIR`` samples the serve process with py-spy during the drive (``pip install -e '.[bench]'``) and
 prints where its CPU went.
+
+``--real`` runs the same comparison on a real kube-apiserver and kube-scheduler v1.36 from ``KUBEBUILDER_ASSETS``
+instead of the fake API server and the stand-in (``benchmarks.e2e.real``):
+
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from urllib.parse import urlparse
 from rich.progress import Progress
 
 from benchmarks.e2e.loopback import Connection
-from benchmarks.e2e.processes import Sampler, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
+from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, free_port, rss_bytes, thread_cpu, thread_names
+from benchmarks.e2e.real import add_arguments, run_real
 from benchmarks.sim.kubescheduler.standin import StandIn, StandInOutcome
 
 _SERVE = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -154,11 +160,11 @@ def run_extender(args: argparse.Namespace) -> Phase:
         time.sleep(args.settle_seconds)  # status writes and Events follow the last bind
         extender_cpu = cpu_seconds(serve.pid) - serve_from - idle * args.settle_seconds
         api_cpu = cpu_seconds(process.pid) - api_from
-        by_thread = _by_thread(threads_from, thread_cpu(serve.pid), thread_names(serve.pid))
+        threads = by_thread(threads_from, thread_cpu(serve.pid), thread_names(serve.pid))
         rss = rss_bytes(serve.pid)
         if sampler is not None:
             sampler.stop()
-    return Phase("extender", outcome, api_cpu, " ".join(stats), extender_cpu, idle, rss, planning, by_thread)
+    return Phase("extender", outcome, api_cpu, " ".join(stats), extender_cpu, idle, rss, planning, threads)
 
 
 def run_memory(args: argparse.Namespace) -> int:
@@ -174,15 +180,6 @@ def run_memory(args: argparse.Namespace) -> int:
           f"watch events {after / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB (target ≤ 1024 MiB)")  # fmt: skip
     print(f"fake API events: {' '.join(stats)}")
     return 0
-
-
-def _by_thread(before: dict[int, float], after: dict[int, float], names: dict[int, str]) -> dict[str, float]:
-    """CPU each thread spent between two readings, summed by thread name (pool threads by pool)."""
-    spent: dict[str, float] = {}
-    for tid, seconds in after.items():
-        name = names.get(tid, "threads gone or unnamed")
-        spent[name] = spent.get(name, 0.0) + seconds - before.get(tid, 0.0)
-    return spent
 
 
 def _wait_planned(
@@ -261,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory", type=float, metavar="SECONDS", help="no drive: serve's RSS after sync and SECONDS of streaming"
     )
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    if args.real:
+        return run_real(args)
     args.load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     if args.memory is not None:
         return run_memory(args)

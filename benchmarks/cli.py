@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", metavar="OUT", help="write the metrics as JSON (a list when several snapshots)")
     parser.add_argument("--plot", metavar="OUT.png", help="write utilisation over time and GPU-hour bars")
     parser.add_argument("--horizon-seconds", type=float, help="measured window (default: the last arrival)")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="run time of a PodGang without the grove-extender/duration-seconds annotation (a cluster recorded by "
+        "`grove-extender record` has none)",
+    )
     parser.add_argument("--time-limit", type=float, help="solver time limit per decision, seconds")
     parser.add_argument(
         "--workers",

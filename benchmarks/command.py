@@ -63,7 +63,7 @@ def _step(
 
 def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
     snapshot = load_snapshot(path)
-    workload, topology = load_workload(snapshot)
+    workload, topology = load_workload(snapshot, default_duration=args.duration)
     fragmentation = make_fragmentation(topology)
     probe = make_domain_probe(topology)
     horizon = args.horizon_seconds or max((gang.arrival for gang in workload.gangs), default=0.0)

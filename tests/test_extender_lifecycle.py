@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.extender.coordinator import BackgroundWorker
 from scheduler.extender.coordinator.members import gang_ref_of
+from scheduler.extender.state import ClusterStore
 from tests.builders import make_pod
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod, podgang
 
@@ -171,3 +174,39 @@ def test_only_gangs_whose_pods_our_scheduler_offers_are_planned_ahead() -> None:
     assert held == {"default/ours"}
     assert h.coordinator.table.planning_basis(gang_ref_of(theirs[0]), now=0).held == {}
     assert h.coordinator.table.reservation_count() == 2  # ours' two members, nothing for theirs
+
+
+@pytest.mark.parametrize("lease_first", [False, True], ids=["synced-then-leader", "leader-then-synced"])
+def test_a_new_leader_on_a_synced_store_plans_ahead_and_reports_gangs_found_whole(lease_first: bool) -> None:
+    # Found on a real control plane: a restarted extender synced before it held the Lease (the plans its sync queued
+    # were skipped), or held it before its watches listed a PodGang ahead of its pods (the plan found no pods); either
+    # way a gang bound whole just before the old process died was never looked at again and kept no status.
+    class Flag:
+        leader = False
+
+        def is_leader(self) -> bool:
+            return self.leader
+
+    flag = Flag()
+    whole_pods, whole = gang("whole", workers=2, gpus=8)
+    nodes = ["a0", "a1"]
+    bound = [pod(p.metadata.name, gang="whole", gpus=8, node_name=n) for p, n in zip(whole_pods, nodes, strict=True)]
+    pending, waiting = gang("pending", workers=1, gpus=8)
+    store = ClusterStore()
+    h = harness(nodes=[], store=store, leadership=flag)  # built before the sync, as serve builds it
+    worker = BackgroundWorker(h.coordinator)
+    if lease_first:
+        flag.leader = True
+        worker.run_once()
+    store.replace("Node", NODES)
+    store.replace("PodGang", [whole, waiting])  # as the watches may list them: PodGangs before their pods
+    worker.run_once()
+    store.replace("Pod", [*bound, *pending])
+    store.mark_synced()
+    worker.run_once()
+    flag.leader = True
+    worker.run_once()  # notices the leadership, or the sync
+    while worker.run_once():
+        pass
+    assert [key for key, status in h.writer.statuses if status.get("phase") == "Starting"] == ["default/whole"]
+    assert h.coordinator.table.reservation_count() == 1  # the pending gang planned ahead

@@ -142,3 +142,17 @@ def test_a_watch_that_ends_leaves_the_connection_open_for_the_next_request(fake:
         assert b"connection: close" not in received.lower()
         sock.sendall(f"GET {POD} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         assert sock.recv(64).startswith(b"HTTP/1.1 200")
+
+
+def test_a_podgang_status_write_without_phase_is_refused_as_the_real_api_server_refuses_it(
+    fake: FakeApiServer, http: httpx.Client
+) -> None:
+    # Divergence found by make e2e: the CRD requires status.phase, and kube-apiserver v1.36 answered a conditions-only
+    # patch of a PodGang with no status yet 422 "status.phase: Required value"; this fake had taken it.
+    fake.put(PODGANGS, k.podgang("g", pods=["a"]))
+    conditions = {"status": {"conditions": [{"type": "Scheduled", "status": "False"}]}}
+    refused = http.patch(f"{GANG}/g/status", content=json.dumps(conditions), headers=MERGE)
+    assert _status(refused) == (422, "Invalid") and "status.phase: Required value" in refused.json()["message"]
+    with_phase = {"status": {"phase": "Pending", **conditions["status"]}}
+    assert http.patch(f"{GANG}/g/status", content=json.dumps(with_phase), headers=MERGE).status_code == 200
+    assert http.patch(f"{GANG}/g/status", content=json.dumps(conditions), headers=MERGE).status_code == 200  # kept

@@ -76,6 +76,21 @@ def test_a_release_cut_by_a_crash_is_reported_and_repaired_after_the_restart() -
     assert [(c.type, c.status) for c in conditions] == [("Scheduled", "True")]
 
 
+def test_a_gang_whole_when_the_extender_died_gets_its_status_from_the_next_leader() -> None:
+    # Found on a real control plane: killed right after a release's last binding, before the background worker wrote
+    # Scheduled=True; the restarted extender synced before it held the Lease (this simulation now models that), so
+    # the plans its sync queued were skipped and the whole gang never got its status.
+    sim = Simulation(nodes=4, gpus_per_node=4, pods_per_second=PACE)
+    sim.add_gang(GangSpec("g", {"w": (8, 8, 1)}))
+    sim.add_gang(GangSpec("later", {"w": (2, 2, 1)}, at=10.0))  # keeps the run going well past the restart
+    sim.restart_after_binds(8, downtime=2.0)
+    out = sim.run(until=120)
+    _healthy(out, 2)
+    assert out.lives == 2
+    conditions = sim.api.podgangs["default/g"].status.conditions  # type: ignore[union-attr]
+    assert [(c.type, c.status) for c in conditions] == [("Scheduled", "True")]
+
+
 @pytest.mark.parametrize(
     ("fault", "times"),
     [

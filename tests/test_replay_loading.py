@@ -54,3 +54,15 @@ def test_gangs_arrive_relative_to_the_first_pending_one_and_bound_pods_are_backg
 def test_a_bad_duration_names_the_gang_and_the_annotation(duration: str) -> None:
     with pytest.raises(WorkloadError, match=rf"PodGang default/early: .*{DURATION_ANNOTATION}.*got '{duration}'"):
         load_workload(_snapshot(duration=duration))
+
+
+def test_a_recorded_snapshot_without_durations_replays_with_the_default_and_is_refused_without_one() -> None:
+    # make e2e: `grove-extender record` of a live cluster carries no duration annotation (nobody knows yet how long
+    # its pending gangs will run), and bench refused every such snapshot.
+    snapshot = _snapshot()
+    for gang in snapshot.podgangs:
+        gang.metadata.annotations.pop(DURATION_ANNOTATION, None)
+    with pytest.raises(WorkloadError, match=r"PodGang default/late: .*got None; .*bench --duration SECONDS"):
+        load_workload(snapshot)
+    workload, _ = load_workload(snapshot, default_duration=3600.0)
+    assert [(g.key, g.duration) for g in workload.gangs] == [("default/early", 3600.0), ("default/late", 3600.0)]

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Sampler", "cpu_seconds", "free_port", "rss_bytes", "thread_cpu", "thread_names"]
+__all__ = ["Sampler", "by_thread", "cpu_seconds", "free_port", "rss_bytes", "thread_cpu", "thread_names"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -55,6 +55,15 @@ def thread_names(pid: int) -> dict[int, str]:
             tid, name = line.split()[1], line.split('"')[1]
             names[int(tid, 0)] = name.rstrip("0123456789").rstrip("_") or name
     return names
+
+
+def by_thread(before: dict[int, float], after: dict[int, float], names: dict[int, str]) -> dict[str, float]:
+    """CPU each thread spent between two ``thread_cpu`` readings, summed by thread name (pool threads by pool)."""
+    spent: dict[str, float] = {}
+    for tid, seconds in after.items():
+        name = names.get(tid, "threads gone or unnamed")
+        spent[name] = spent.get(name, 0.0) + seconds - before.get(tid, 0.0)
+    return spent
 
 
 def rss_bytes(pid: int, *, field: str = "VmRSS") -> int:

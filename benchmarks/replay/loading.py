@@ -16,12 +16,16 @@ class WorkloadError(ValueError):
     """A snapshot that cannot be replayed; the message names the PodGang and the field."""
 
 
-def load_workload(snapshot: Snapshot, *, levels: Sequence[Level] | None = None) -> tuple[Workload, Topology]:
+def load_workload(
+    snapshot: Snapshot, *, levels: Sequence[Level] | None = None, default_duration: float | None = None
+) -> tuple[Workload, Topology]:
     """The replay's workload and topology from a snapshot.
 
     Bound, non-terminal pods are background load for the whole replay. PodGangs none of whose pods are bound are
     the workload: each arrives at its ``metadata.creationTimestamp`` (the earliest one is t = 0) and runs for its
-    ``grove-extender/duration-seconds`` annotation. Gangs already (partly) bound are background, not replayed.
+    ``grove-extender/duration-seconds`` annotation, or ``default_duration`` when it has none (a cluster recorded by
+    ``grove-extender record`` has none: nobody knows yet how long its pending gangs will run). Gangs already
+    (partly) bound are background, not replayed.
     """
     topology = build_topology(snapshot.nodes, levels=levels)
     pods = {pod.key: pod for pod in snapshot.pods}
@@ -36,13 +40,18 @@ def load_workload(snapshot: Snapshot, *, levels: Sequence[Level] | None = None) 
             raise WorkloadError(f"PodGang {gang.key}: metadata.creationTimestamp is required for a replay")
         raw = gang.metadata.annotations.get(DURATION_ANNOTATION)
         try:
-            duration = float(raw) if raw is not None else -1.0
+            duration = float(raw) if raw is not None else default_duration or -1.0
         except ValueError:
             duration = -1.0
         if not 0 < duration < math.inf:
+            hint = (
+                "; a snapshot without durations (a recorded cluster) needs bench --duration SECONDS"
+                if raw is None
+                else ""
+            )
             raise WorkloadError(
                 f"PodGang {gang.key}: metadata.annotations[{DURATION_ANNOTATION}] must be a positive, finite number of "
-                f"seconds, got {raw!r}"
+                f"seconds, got {raw!r}{hint}"
             )
         try:
             request = gang_request(gang, pods, snapshot.nodes)

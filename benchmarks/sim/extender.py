@@ -4,7 +4,9 @@ not be the simulation's).
 
 ``kill`` is a SIGKILL: every task the process started is cancelled, its writes are refused from that instant
 (a release is cut mid-way), calls in flight fail, and nothing of its memory survives. ``start`` again is a new
-process that knows only what it lists from the API.
+process that knows only what it lists from the API, and that leads only ``lease_delay`` seconds after it listed:
+a real one syncs its watches before its elector's first step takes the Lease (about a second, make e2e). The
+first start leads at once: in a cluster the extender is up long before the scenario's gangs arrive.
 """
 
 from __future__ import annotations
@@ -79,11 +81,25 @@ class _Writer:
                                  type=type)  # fmt: skip
 
 
+class _Lease:
+    """Leadership from ``since`` on (the simulation's clock): the Lease taken after the first sync."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, since: float) -> None:
+        self._loop = loop
+        self._since = since
+
+    def is_leader(self) -> bool:
+        return self._loop.time() >= self._since
+
+
 class ExtenderProcess:
-    def __init__(self, api: FakeApi, *, config: CoordinatorConfig, watch_lag: float = 0.02) -> None:
+    def __init__(
+        self, api: FakeApi, *, config: CoordinatorConfig, watch_lag: float = 0.02, lease_delay: float = 1.0
+    ) -> None:
         self.api = api
         self.config = config
         self.watch_lag = watch_lag
+        self.lease_delay = lease_delay
         self.up = False
         self.lives = 0
         self.coordinator: Coordinator | None = None
@@ -102,6 +118,7 @@ class ExtenderProcess:
                 writer=_Writer(self),
                 solver=solve,
                 config=self.config,
+                leadership=_Lease(loop, loop.time() + (self.lease_delay if self.lives else 0.0)),
                 clock=loop.time,
                 timer=asyncio.sleep,
                 blocking=_inline,

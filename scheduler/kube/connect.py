@@ -65,7 +65,19 @@ def response_json(response: Any) -> Any:
 
 
 def describe_error(err: Exception) -> str:
-    """One line for a log: the client's own ``str()`` of an ApiException spans headers and body."""
+    """One line for a log: the client's own ``str()`` of an ApiException spans headers and body. The API server's
+    own message is kept: for a 403 it names the identity, verb and resource that RBAC refused, which is what an
+    operator has to grant ("leases ... is forbidden: User ... cannot get resource "leases" ...")."""
     if isinstance(err, ApiException):
-        return f"HTTP {err.status} {err.reason}"
+        said = _status_message(err.body)
+        return f"HTTP {err.status} {err.reason}" + (f": {said}" if said else "")
     return f"{type(err).__name__}: {err}"
+
+
+def _status_message(body: Any) -> str:
+    """The ``message`` of a ``v1.Status`` body, on one line and at most 300 characters; empty if there is none."""
+    try:
+        message = json.loads(body).get("message") if body else None
+    except (ValueError, TypeError, AttributeError):
+        return ""
+    return " ".join(str(message).split())[:300] if message else ""

@@ -52,12 +52,15 @@ def _utcnow() -> datetime:
 
 @dataclass
 class PassOutcome:
-    """What one pass did: writes issued, whether the spec was valid, and pods still waiting for their gate."""
+    """What one pass did: writes issued, whether the spec was valid, pods still waiting for their gate, and in how
+    many seconds the PodCliqueSet must be reconciled again even if nothing changes (a breached gang's
+    ``terminationDelay`` running out, as Grove requeues after it)."""
 
     writes: int = 0
     valid: bool = True
     gated: int = 0
     errors: list[str] = field(default_factory=list)
+    requeue_after: float | None = None
 
 
 @dataclass
@@ -101,8 +104,13 @@ class Reconciler:
     def run(self, *, stop: threading.Event, resync_seconds: float = 60.0, poll_seconds: float = 1.0) -> None:
         """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically."""
         pending: set[ObjectKey] = set()
+        due: dict[ObjectKey, float] = {}  # reconciled again at this time even if nothing changes
         next_resync = time.monotonic()
         while not stop.is_set():
+            now = time.monotonic()
+            for key in [key for key, at in due.items() if at <= now]:
+                pending.add(key)
+                del due[key]
             if time.monotonic() >= next_resync:
                 try:
                     pending |= self.all_keys()
@@ -114,7 +122,9 @@ class Reconciler:
             for namespace, name in sorted(pending):
                 # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
                 try:
-                    self.reconcile(namespace, name)
+                    outcome = self.reconcile(namespace, name)
+                    if outcome.requeue_after is not None:
+                        due[(namespace, name)] = time.monotonic() + max(outcome.requeue_after, 0.0)
                 except ApiError as err:
                     log.warning("reconcile failed pcs=%s/%s error=%s", namespace, name, err)
                     retry.add((namespace, name))
@@ -169,6 +179,7 @@ class Reconciler:
         )
         for component in self._in_order(AFTER_STATUS):
             outcome.writes += component.sync(state)
+        outcome.requeue_after = state.requeue_after
         outcome.writes += self._reporter().accepted(
             raw,
             pcs=pcs,

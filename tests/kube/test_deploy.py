@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from api.grove import PodGang
-from scheduler.extender.coordinator.status import scheduled_status
+from scheduler.extender.coordinator.gang_state import GroupCount
+from scheduler.extender.coordinator.status import partially_bound_status, scheduled_status, unscheduled_status
 from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
 from tests.crd_schema import violations
@@ -93,7 +94,16 @@ def test_second_scheduler_has_its_own_lease_and_the_scheduler_roles() -> None:
     assert election["resourceName"] not in ("kube-scheduler", "grove-extender"), "never contend with another lock"
     lease_role = find("Role", "grove-scheduler-lease")
     assert lease_role["metadata"]["namespace"] == election["resourceNamespace"]
-    assert any(r.get("resourceNames") == [election["resourceName"]] for r in lease_role["rules"])
+    # Only get/update on its own Lease: system:kube-scheduler already grants `create` on any (make e2e showed a
+    # create rule here was never needed).
+    assert lease_role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [election["resourceName"]],
+            "verbs": ["get", "update"],
+        }
+    ]
     roles = {
         doc["roleRef"]["name"]
         for _, doc in documents()
@@ -183,6 +193,30 @@ def test_real_podgangs_and_our_status_writes_validate(gang: dict[str, Any]) -> N
     status = scheduled_status(PodGang.model_validate(gang), placement_score=0.8, now=datetime.now(UTC))
     assert [c["type"] for c in status["conditions"]] == ["Initialized", "Scheduled"]
     assert violations({**gang, "status": status}, crd_schema()) == []
+
+
+def _merged(gang: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """The object after a merge patch of its status (``conditions`` replaced whole, other keys kept)."""
+    return {**gang, "status": {**(gang.get("status") or {}), **status}}
+
+
+@pytest.mark.parametrize("grove_wrote", [False, True], ids=["status-not-written-yet", "grove-pending"])
+def test_every_status_write_validates_also_before_grove_wrote_a_phase(grove_wrote: bool) -> None:
+    # Divergence found on a real kube-apiserver: a PartiallyBound condition patched onto a PodGang with no status yet
+    # was refused ("status.phase: Required value"); the fake API server took it.
+    gang = k.podgang("t", pods=["a", "b"], min_replicas=2)
+    if grove_wrote:
+        gang["status"] = {"phase": "Pending", "conditions": [GROVE_INITIALIZED]}
+    now = datetime.now(UTC)
+    podgang = PodGang.model_validate(gang)
+    writes = [
+        partially_bound_status(podgang, counts=[GroupCount("w", bound=1, ready=0, min_replicas=2)], now=now),
+        unscheduled_status(podgang, reason="", now=now),
+        scheduled_status(podgang, placement_score=1.0, now=now),
+    ]
+    for status in writes:
+        assert violations(_merged(gang, status), crd_schema()) == [], status
+    assert writes[0]["phase"] == "Pending"
 
 
 def test_the_validator_can_fail() -> None:

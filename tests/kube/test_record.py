@@ -115,10 +115,13 @@ def test_missing_grove_crds_are_skipped_not_fatal(fake: FakeApiServer, tmp_path:
 def test_nodes_unreadable_is_an_error_naming_the_resource(
     fake: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake.fail("GET", r"^/api/v1/nodes$", 403, reason="Forbidden")
+    refused = 'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope'
+    fake.fail("GET", r"^/api/v1/nodes$", 403, reason="Forbidden", message=refused)
     kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
     assert main(["record", "--kubeconfig", str(kubeconfig), "-o", str(tmp_path / "x.json")]) == 1
-    assert "listing nodes failed: HTTP 403" in capsys.readouterr().err
+    # The API server's message says what RBAC refused, to whom: what the operator must grant (make e2e's RBAC checks
+    # found the extender's Lease and watch failures logging only "HTTP 403 Forbidden").
+    assert f"listing nodes failed: HTTP 403 Forbidden: {refused}" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
 
 

@@ -118,6 +118,7 @@ class Coordinator:
         self._gather = GatherWindow(base_seconds=self.config.reservation_ttl_seconds)
         self._leadership = leadership or AlwaysLeader()
         self._leading_before = False
+        self._resynced = False  # every PodGang queued for planning since we lead on a synced store
         self._clock = clock
         self._blocking = blocking
         self._liveness: dict[str, Callable[[], bool]] = {}
@@ -256,9 +257,17 @@ class Coordinator:
         leading = self._leadership.is_leader()
         if leading != self._leading_before:
             self._leading_before = leading
+            self._resynced = False
             ready = self.table.leadership_changed()
             self.waiters.answer(ready, NOT_LEADER)
             log.info("leadership changed leading=%s", leading)
+        if leading and not self._resynced and self.store.synced:
+            # Once leading on a synced store, start from every PodGang the API shows: plans queued while we did not
+            # lead were skipped, and ones queued while the watches listed may have met a PodGang before its pods
+            # (a gang bound whole just before a restart was then never looked at again, and kept no status).
+            self._resynced = True
+            for podgang in self.store.podgangs():
+                self.work.put(("plan", GangRef(podgang.metadata.namespace, podgang.metadata.name)))
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------

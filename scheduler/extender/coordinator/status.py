@@ -16,6 +16,14 @@ from scheduler.extender.coordinator.members import GangMembers
 __all__ = ["bound_counts", "partially_bound_status", "running_status", "scheduled_status", "unscheduled_status"]
 
 
+def _with_phase(podgang: PodGang, status: dict[str, Any]) -> dict[str, Any]:
+    """``status`` with the PodGang's phase, ``Pending`` when it has none yet: the CRD requires ``status.phase``, and
+    a PodGang whose status Grove has not written yet (it creates the object, then sets the status) would otherwise
+    have our patch refused by the API server (found on a real one: "status.phase: Required value")."""
+    phase = podgang.status.phase if podgang.status and podgang.status.phase else "Pending"
+    return {"phase": phase, **status}
+
+
 def _conditions_with(podgang: PodGang, condition: dict[str, Any]) -> list[dict[str, Any]]:
     kept = [
         c.to_json_dict() for c in (podgang.status.conditions if podgang.status else []) if c.type != condition["type"]
@@ -50,12 +58,14 @@ def bound_counts(counts: Sequence[GroupCount]) -> str:
 
 def partially_bound_status(podgang: PodGang, *, counts: Sequence[GroupCount], now: datetime) -> dict[str, Any]:
     message = f"{bound_counts(counts)}; grove-extender is binding or re-planning the rest"
-    return {"conditions": _conditions_with(podgang, _condition("False", "PartiallyBound", message, now))}
+    return _with_phase(
+        podgang, {"conditions": _conditions_with(podgang, _condition("False", "PartiallyBound", message, now))}
+    )
 
 
 def unscheduled_status(podgang: PodGang, *, reason: str, now: datetime) -> dict[str, Any]:
     condition = _condition("False", "Unscheduled", reason or "no member is bound", now)
-    return {"conditions": _conditions_with(podgang, condition)}
+    return _with_phase(podgang, {"conditions": _conditions_with(podgang, condition)})
 
 
 def running_status(members: GangMembers) -> dict[str, Any] | None:

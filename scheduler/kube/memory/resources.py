@@ -52,12 +52,14 @@ class Scale:
 @dataclass(frozen=True)
 class Resource:
     """One served resource: its kind, whether it is namespaced, whether ``status`` is a subresource (then
-    writes to the main resource never change status, and a create starts it afresh), and its ``scale``."""
+    writes to the main resource never change status, and a create starts it afresh), its ``scale``, and the keys
+    its schema requires in ``status`` once a status write makes one (kube-apiserver refuses the write without them)."""
 
     kind: str
     namespaced: bool
     status_subresource: bool = False
     scale: Scale | None = None
+    status_required: tuple[str, ...] = ()
 
     @staticmethod
     def api_version(key: str) -> str:
@@ -86,7 +88,7 @@ RESOURCES: dict[str, Resource] = {
     SERVICES: Resource("Service", namespaced=True, status_subresource=True),
     "v1/secrets": Resource("Secret", namespaced=True),
     CORE_EVENTS: Resource("Event", namespaced=True),
-    PODGANGS: Resource("PodGang", namespaced=True, status_subresource=True),
+    PODGANGS: Resource("PodGang", namespaced=True, status_subresource=True, status_required=("phase",)),
     PODCLIQUESETS: Resource(
         "PodCliqueSet",
         namespaced=True,

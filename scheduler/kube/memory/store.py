@@ -186,6 +186,7 @@ class Store:
         if subresource == "status":
             updated = dict(current)
             updated["status"] = merge_patch(current.get("status"), patch.get("status") or {})
+            _check_status(resource, updated)
         else:
             updated = merge_patch(current, patch)
             self._keep_identity(resource, current, updated)
@@ -469,6 +470,16 @@ def _set_path(obj: Obj, path: str, value: Any) -> None:
     for key in parents:
         obj = obj.setdefault(key, {})
     obj[last] = value
+
+
+def _check_status(resource: str, obj: Obj) -> None:
+    """The CRD's required status keys, as kube-apiserver's schema validation holds a status write to them."""
+    spec = RESOURCES[resource]
+    missing = [key for key in spec.status_required if key not in (obj.get("status") or {})]
+    if missing:
+        name = obj["metadata"]["name"]
+        fields = ", ".join(f"status.{key}: Required value" for key in missing)
+        raise StatusError(422, "Invalid", f'{spec.kind} "{name}" is invalid: {fields}')
 
 
 def _check_gates(current: Obj, updated: Obj) -> None:

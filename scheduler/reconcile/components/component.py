@@ -63,6 +63,7 @@ class PassState:
     pods_by_clique: dict[str, list[KubeObject]] = field(default_factory=dict)  # kept pods by PodClique, by index
     gangs: dict[str, KubeObject] = field(default_factory=dict)  # PodGangs by name
     gated: int = 0  # pods still waiting for their scheduling gate
+    requeue_after: float | None = None  # seconds until a breached gang's terminationDelay runs out (None: none)
 
 
 class Component(Protocol):

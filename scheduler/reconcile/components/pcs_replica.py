@@ -51,6 +51,8 @@ class PodCliqueSetReplicas:
         decision, writes = self._terminate(
             state.pcs, desired=state.desired, groups=state.groups, podcliques=state.podcliques, writer=writer
         )
+        # A breached gang waiting out terminationDelay brings the loop back when it is due, not at its next resync.
+        state.requeue_after = min(decision.waiting.values(), default=None)
         if state.rollout.rolling:
             self._roll(state, decision)
         return writes
@@ -83,6 +85,8 @@ class PodCliqueSetReplicas:
         podcliques: dict[str, KubeObject],
         writer: StatusWriter,
     ) -> tuple[Recycle, int]:
+        """Returns the decision (which replicas are recycled, breached or waiting out terminationDelay) and the
+        writes issued."""
         delay = go_duration_seconds(pcs.spec.template.terminationDelay or "") or 0.0
         expected: dict[int, set[str]] = {}
         for gang in desired.gangs:

@@ -78,6 +78,25 @@ def test_breached_standalone_clique_recycles_the_whole_pcs_replica_after_termina
     assert [m["status"] for m in marker] == ["True"]  # the group is not recycled a second time for the same breach
 
 
+def test_a_breached_pass_asks_to_come_back_when_the_delay_runs_out() -> None:
+    # make e2e: with nothing else changing, a breached gang was recycled only at the loop's next resync (60 s), not
+    # after terminationDelay; Grove requeues after the time left.
+    api, rec, clock = _running(_training())
+    api.remove("Pod", namespace=NS, name=_pod(api, "training-0-coordinator")["metadata"]["name"])
+    rec.converge()
+    clock.advance(4)
+    outcome = rec.reconcile(NS, "training")
+    assert outcome.requeue_after is not None and 5.0 <= outcome.requeue_after <= 6.0  # 10 s delay − 4 s, give or take
+    clock.advance(outcome.requeue_after)
+    assert not _going(api)
+    assert rec.reconcile(NS, "training").requeue_after is None  # recycled now: nothing left waiting
+    assert _going(api)  # the replica's PodCliques are being deleted (their finalizer holds them for the next pass)
+
+
+def _going(api: InMemoryApi) -> list[str]:
+    return [c["metadata"]["name"] for c in api.of_kind("PodClique") if c["metadata"].get("deletionTimestamp")]
+
+
 def test_breach_that_heals_within_the_delay_recycles_nothing() -> None:
     # GT-3/GT-4: min still holds once the replacement runs.
     api, rec, clock = _running(_training())

@@ -1,0 +1,52 @@
+"""Counters read from Prometheus text (the extender's ``/metrics``, the API server's), and their change between two
+readings: how many of each thing happened per bound pod. A counter the product adds later shows up by itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+__all__ = ["Counters", "counters", "per_pod", "short"]
+
+Counters = dict[str, float]  # series (name with labels) → value
+
+
+def counters(text: str, *, keep: Callable[[str], bool] = lambda _: True) -> Counters:
+    """Every ``*_total`` and ``*_count`` series of a Prometheus exposition whose name ``keep`` accepts."""
+    found: Counters = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name = series.split("{", 1)[0]
+        if name.endswith(("_total", "_count")) and keep(name):
+            try:
+                found[series] = float(value)
+            except ValueError:
+                continue
+    return found
+
+
+def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, *, at_least: float = 0.0) -> Counters:
+    """Each series' change divided by ``pods``, the series that moved by more than ``at_least`` per pod, largest
+    first."""
+    moved = {s: (v - before.get(s, 0.0)) / max(pods, 1) for s, v in after.items()}
+    return dict(sorted(((s, d) for s, d in moved.items() if d > at_least), key=lambda item: -item[1]))
+
+
+def _labels(series: str) -> dict[str, str]:
+    inside = series.partition("{")[2].rstrip("}")
+    pairs = (part.split("=", 1) for part in inside.split('",') if "=" in part)
+    return {key.strip(): value.strip('"') for key, value in pairs}
+
+
+def short(series: str) -> str:
+    """A series as a reader wants it: the API server's requests as ``POST pods/binding 201 (kube-scheduler)``, its
+    watch events as ``watch pods``, our own without the ``grove_extender_`` prefix."""
+    name, labels = series.split("{", 1)[0], _labels(series)
+    resource = "/".join(part for part in (labels.get("resource"), labels.get("subresource")) if part)
+    if name == "apiserver_request_total":
+        client = labels.get("system_client") or "others"
+        return f"{labels.get('verb')} {resource} {labels.get('code')} ({client})"
+    if name == "apiserver_watch_events_total":
+        return f"watch {resource}"
+    return series.removeprefix("grove_extender_")

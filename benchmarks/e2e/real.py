@@ -1,0 +1,244 @@
+"""``bench_e2e --real``: the same-run throughput benchmark on a real kube-apiserver and kube-scheduler
+(``benchmarks.controlplane``), from ``KUBEBUILDER_ASSETS``.
+
+One control plane (etcd, kube-apiserver, ``deploy/`` installed, 1,008 fake GB200-like nodes × 4 GPUs), two phases
+on it, the pods and PodGangs created first and kube-scheduler started after, client QPS 500 for both:
+
+1. **through the extender**: ``grove-extender serve`` as the shipped Deployment runs it (mTLS, its ServiceAccount),
+   planned ahead, then kube-scheduler with the shipped ``grove`` profile;
+2. **alone**: the extender stopped, the same pods created again for the default profile, kube-scheduler with the
+   default configuration (what the cluster runs without grove-extender).
+
+Prints pods bound per second in each (from kube-scheduler ready to the last bind), their ratio, the extender's CPU
+per bound pod from ``/proc`` of the serve process (drive + 6 s of status writes, less its idle rate), the API
+server's, etcd's and kube-scheduler's CPU per bound pod beside it, the extender's CPU by thread, and counters per
+bound pod: the extender's own (``/metrics`` on its debug port: verbs, binds, plans …) and the API server's
+(requests by verb and resource, watch events by kind). A counter the extender adds shows up on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.progress import Progress
+
+from benchmarks.controlplane.assets import find_assets
+from benchmarks.controlplane.binds import BindTimes
+from benchmarks.controlplane.cluster import ControlPlane
+from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
+from benchmarks.controlplane.supervisor import Child
+from benchmarks.controlplane.workload import Gang, create_gangs
+from benchmarks.e2e.counters import Counters, counters, per_pod, short
+from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
+
+__all__ = ["add_arguments", "run_real"]
+
+NAMESPACE = "bench"
+QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # both phases: the client limit is not what is measured
+
+
+@dataclass
+class Phase:
+    mode: str
+    bound: int = 0
+    total: int = 0
+    seconds: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # process → CPU seconds over the drive
+    api_counters: Counters = field(default_factory=dict)  # per bound pod
+    extender_counters: Counters = field(default_factory=dict)  # per bound pod
+    by_thread: dict[str, float] = field(default_factory=dict)  # extender CPU seconds by thread
+    extender_idle: float = 0.0  # CPU seconds per second, planned and waiting
+    planning_seconds: float = 0.0
+
+    @property
+    def pods_per_second(self) -> float:
+        return self.bound / self.seconds if self.seconds else 0.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    real = parser.add_argument_group("on a real control plane (--real)")
+    real.add_argument("--real", action="store_true", help="kube-apiserver and kube-scheduler from KUBEBUILDER_ASSETS")
+    real.add_argument("--logs", help="keep the control plane's folder (every component's log) here")
+    real.add_argument("--no-required-pack", action="store_true", help="gangs without a required NVLink domain")
+
+
+def _processes(plane: ControlPlane, scheduler: Child | None) -> dict[str, int]:
+    found = {"kube-apiserver": plane.server.process.pid, "etcd": plane.server.etcd.pid}
+    if scheduler is not None:
+        found["kube-scheduler"] = scheduler.pid
+    if plane.extender is not None and plane.extender.child.alive():
+        found["extender"] = plane.extender.child.pid
+    return found
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def _api_counters(plane: ControlPlane) -> Counters:
+    """The API server's requests (by verb, resource, subresource, code) and watch events sent (by kind)."""
+    text = plane.api.request("GET", "/metrics").body
+    keep = {"apiserver_request_total", "apiserver_watch_events_total"}.__contains__
+    return counters(text if isinstance(text, str) else "", keep=keep)
+
+
+def _extender_counters(plane: ControlPlane) -> Counters:
+    assert plane.extender is not None
+    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"))
+
+
+def _drive(
+    plane: ControlPlane, *, pods: int, start: Callable[[], Child], deadline: float, label: str
+) -> tuple[Child, float, float, BindTimes]:
+    """Start kube-scheduler and wait until ``pods`` are bound; (scheduler, ready at, last bind at, watch)."""
+    watch = BindTimes(plane.api, NAMESPACE)
+    scheduler = start()
+    ready = time.monotonic()
+    with Progress(transient=True) as progress:
+        task = progress.add_task(label, total=pods)
+        while watch.count() < pods and time.monotonic() - ready < deadline:
+            progress.update(task, completed=watch.count())
+            time.sleep(0.5)
+    watch.stop()
+    times = watch.first_bound().values()
+    return scheduler, ready, max(times, default=ready), watch
+
+
+def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0) -> float:
+    started = time.monotonic()
+    assert plane.extender is not None
+    while time.monotonic() - started < deadline:
+        states = [g["state"] for g in plane.extender.gangs()]
+        if sum(1 for s in states if s in ("Planned", "Infeasible")) >= gangs:
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise SystemExit(f"bench --real: gangs not planned within {deadline:g} s")
+
+
+def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> Phase:
+    total = sum(g.size for g in gangs)
+    phase = Phase("extender", total=total)
+    create_gangs(plane.api, NAMESPACE, gangs)
+    plane.start_extender(extra=("--log-level=warning",))
+    assert plane.extender is not None
+    phase.planning_seconds = _wait_planned(plane, len(gangs))
+    serve = plane.extender.child.pid
+    idle_from = cpu_seconds(serve)
+    time.sleep(args.idle_seconds)
+    phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
+    api_before, extender_before = _api_counters(plane), _extender_counters(plane)
+    sampler = Sampler.start(serve, Path(args.profile) / "extender-real.txt") if args.profile else None
+    threads_before = thread_cpu(serve)
+    cpu_before = _cpu(_processes(plane, None))
+    scheduler_cpu: float
+    scheduler, ready, last, watch = _drive(
+        plane, pods=total, start=lambda: plane.start_scheduler(overrides=QPS), deadline=args.deadline,
+        label="through the extender",
+    )  # fmt: skip
+    scheduler_cpu = cpu_seconds(scheduler.pid)
+    cpu_at_last = _cpu(_processes(plane, None))
+    time.sleep(args.settle_seconds)  # the PodGang status writes and Events that follow the last bind
+    extender_cpu = cpu_seconds(serve) - cpu_before["extender"] - phase.extender_idle * args.settle_seconds
+    phase.by_thread = by_thread(threads_before, thread_cpu(serve), thread_names(serve))
+    if sampler is not None:
+        sampler.stop()
+    phase.bound, phase.seconds = watch.count(), last - ready
+    phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
+    phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
+    phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
+    phase.extender_counters = per_pod(extender_before, _extender_counters(plane), phase.bound, at_least=0.001)
+    scheduler.stop()
+    plane.extender.child.stop(kill=True)
+    return phase
+
+
+def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> Phase:
+    total = sum(g.size for g in gangs)
+    phase = Phase("alone", total=total)
+    plane.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods", gracePeriodSeconds=0)
+    while plane.api.items(f"/api/v1/namespaces/{NAMESPACE}/pods", limit=1):
+        time.sleep(0.5)
+    plain = [Gang(g.name, g.size, gpus=g.gpus, cpu=g.cpu, scheduler="default-scheduler") for g in gangs]
+    create_gangs(plane.api, NAMESPACE, plain, podgangs=False)  # the PodGangs are still there; kube-scheduler reads none
+    api_before = _api_counters(plane)
+    cpu_before = _cpu(_processes(plane, None))
+    scheduler, ready, last, watch = _drive(
+        plane, pods=total, start=lambda: plane.start_plain_scheduler(overrides=QPS), deadline=args.deadline,
+        label="alone",
+    )  # fmt: skip
+    cpu_at_last = _cpu(_processes(plane, scheduler))
+    phase.bound, phase.seconds = watch.count(), last - ready
+    phase.cpu = {name: cpu_at_last[name] - cpu_before.get(name, 0.0) for name in cpu_at_last}
+    phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
+    scheduler.stop()
+    return phase
+
+
+@contextmanager
+def _folder(args: argparse.Namespace) -> Iterator[Path]:
+    if args.logs:
+        Path(args.logs).mkdir(parents=True, exist_ok=True)
+        yield Path(args.logs)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-real-") as folder:
+        yield Path(folder)
+
+
+def run_real(args: argparse.Namespace) -> int:
+    assets = find_assets()
+    if isinstance(assets, str):
+        raise SystemExit(f"bench --real: {assets}")
+    required = None if args.no_required_pack else CLIQUE
+    gangs = [Gang(f"gang-{g:05d}", args.pods_per_gang, required=required) for g in range(args.gangs)]
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    started = time.monotonic()
+    with (
+        _folder(args) as folder,
+        ControlPlane.start(assets, folder, nodes=gpu_nodes(args.nodes), components=False, agents=False) as plane,
+    ):
+        plane.ensure_namespace(NAMESPACE)
+        print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
+        phases = []
+        if args.only != "alone":
+            phases.append(through_extender(plane, gangs, args))
+        if args.only != "extender":
+            phases.append(alone(plane, gangs, args))
+    load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    report(phases, args, load=f"{load_before} before, {load_after} after")
+    return 0
+
+
+def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
+    pack = "no required pack" if args.no_required_pack else "each gang in one NVLink domain (required)"
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {args.gangs} "
+          f"PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}; client QPS 500; load {load}")  # fmt: skip
+    by_mode = {p.mode: p for p in phases}
+    for phase in phases:
+        pods = max(phase.bound, 1)
+        cpu = ", ".join(f"{name} {1000 * seconds / pods:.2f}" for name, seconds in sorted(phase.cpu.items()))
+        print(f"{phase.mode:>9}: bound {phase.bound}/{phase.total} in {phase.seconds:.1f} s = "
+              f"{phase.pods_per_second:.1f} pods/s; CPU ms per bound pod: {cpu}")  # fmt: skip
+    through, plain = by_mode.get("extender"), by_mode.get("alone")
+    if through and plain and plain.pods_per_second:
+        print(f"ratio through the extender / alone: {through.pods_per_second / plain.pods_per_second:.2f}×")
+    if through:
+        pods = max(through.bound, 1)
+        idle, planning = 1000 * through.extender_idle, through.planning_seconds
+        print(f"extender CPU per bound pod: {1000 * through.cpu['extender'] / pods:.2f} ms, idle {idle:.0f} ms/s; "
+              f"planned ahead in {planning:.1f} s")  # fmt: skip
+        parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
+        print("extender CPU by thread, ms per bound pod: "
+              + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
+        print("extender counters per bound pod: "
+              + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
+    for phase in phases:
+        top = list(phase.api_counters.items())[:12]
+        print(f"API server per bound pod ({phase.mode}): " + ", ".join(f"{short(s)} {v:.2f}" for s, v in top))

@@ -1,0 +1,133 @@
+"""Scale on the real control plane: one gang of 2,400 pods on 1,008 nodes × 4 GPUs, and 100 gangs of 8 with the
+extender SIGKILLed in the middle of their release. Each reports its seconds to whole in the run's figures."""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks.controlplane.binds import BindTimes
+from benchmarks.controlplane.cluster import ControlPlane
+from benchmarks.controlplane.nodes import CLIQUE
+from benchmarks.controlplane.workload import Gang, create_gangs
+from tests.e2e.reads import bound, condition, load_average, podgangs, pods, wait_for
+
+
+def test_one_gang_of_2400_pods_binds_whole(control_plane: ControlPlane, namespace: str, figure: list[str]) -> None:
+    assert control_plane.kubelet is not None
+    control_plane.kubelet.quiet.add(namespace)  # 2,400 status writes would only load the API server
+    gang = Gang("big", 2400)
+    watcher = BindTimes(control_plane.api, namespace)
+    started = time.monotonic()
+    create_gangs(control_plane.api, namespace, [gang])
+    created = time.monotonic()
+    try:
+        wait_for(lambda: watcher.count() == gang.size, timeout=600, every=1.0, what="2,400 members bound",
+                 show=lambda: f"{watcher.count()} bound; watch errors {watcher.errors[-3:]}")  # fmt: skip
+    finally:
+        watcher.stop()
+    times = sorted(watcher.first_bound().values())
+    listed = pods(control_plane, namespace)
+    assert len(listed) == gang.size and all(bound(p) for p in listed)
+    # All or nothing: the first member was bound only once the gang was complete, so the last came soon after.
+    whole, first = times[-1] - created, times[0] - created
+    figure.append(
+        f"2,400-pod gang whole {whole:.1f} s after its pods were created (created in {created - started:.1f} s; "
+        f"first member bound at {first:.1f} s, the release took {times[-1] - times[0]:.1f} s); load {load_average()}"
+    )
+    assert times[-1] - times[0] < whole / 2, "members were bound long before the gang was whole"
+
+
+def _deny_binding(plane: ControlPlane, names: list[str]) -> None:
+    """A ValidatingAdmissionPolicy refusing ``pods/binding`` for these pods: their gang's release is cut short and
+    the gang stays partly bound until the policy goes."""
+    listed = ", ".join(f"'{n}'" for n in names)
+    plane.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: e2e-hold-bindings}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["pods/binding"]
+  validations:
+  - expression: "!(object.metadata.name in [{listed}])"
+    message: held by the e2e test
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: e2e-hold-bindings}}
+spec:
+  policyName: e2e-hold-bindings
+  validationActions: [Deny]
+""",
+    )
+
+
+def _bound_counts(plane: ControlPlane, namespace: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for pod in pods(plane, namespace):
+        gang = pod["metadata"]["labels"]["grove.io/podgang"]
+        counts[gang] = counts.get(gang, 0) + bound(pod)
+    return counts
+
+
+def test_sigkill_mid_release_of_100_gangs_of_8_leaves_none_partly_bound_after_restart(
+    control_plane: ControlPlane, namespace: str, figure: list[str]
+) -> None:
+    assert control_plane.kubelet is not None
+    control_plane.kubelet.quiet.add(namespace)
+    gangs = [Gang(f"gang-{g:03d}", 8, required=CLIQUE) for g in range(100)]
+    held = [f"{g.name}-7" for g in gangs[:3]]  # the first gangs kube-scheduler reaches (oldest first)
+    _deny_binding(control_plane, held)
+    try:
+        started = time.monotonic()
+        create_gangs(control_plane.api, namespace, gangs)
+        wait_for(lambda: sum(_bound_counts(control_plane, namespace).values()) >= 300, timeout=300,
+                 what="300 of 800 members bound")  # fmt: skip
+        assert control_plane.extender is not None
+        control_plane.extender.child.stop(kill=True)  # SIGKILL, mid-release
+        killed = time.monotonic()
+        at_kill = _bound_counts(control_plane, namespace)
+        partial = sorted(g for g, n in at_kill.items() if 0 < n < 8)
+        assert partial, f"no gang partly bound at the kill: {at_kill}"
+        time.sleep(3)  # down: kube-scheduler's calls fail and its pods back off
+        while_down = _bound_counts(control_plane, namespace)
+        assert all(while_down[g] == at_kill[g] for g in at_kill), "something bound while the extender was down"
+        gangs_now = {g["metadata"]["name"]: g for g in podgangs(control_plane, namespace)}
+        for name in partial:
+            scheduled = condition(gangs_now[name], "Scheduled") or {}
+            assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "PartiallyBound"), (name, scheduled)
+    finally:
+        control_plane.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
+                              "e2e-hold-bindings", "--ignore-not-found")  # fmt: skip
+    control_plane.restart_extender(kill=True, wait=True)
+    restarted = time.monotonic()
+
+    def whole() -> dict[str, int] | None:
+        counts = _bound_counts(control_plane, namespace)
+        return counts if len(counts) == 100 and all(n == 8 for n in counts.values()) else None
+
+    wait_for(whole, timeout=300, what="all 100 gangs whole after the restart")
+    done = time.monotonic()
+
+    def unreported() -> list[str]:
+        return [
+            f"{g['metadata']['name']}: {g.get('status')}"
+            for g in podgangs(control_plane, namespace)
+            if (condition(g, "Scheduled") or {}).get("status") != "True"
+        ]
+
+    wait_for(lambda: not unreported(), timeout=60, what="Scheduled=True on every PodGang", show=unreported)
+    figure.append(
+        f"100 gangs × 8: SIGKILL at {killed - started:.1f} s with {sum(at_kill.values())} of 800 bound and "
+        f"{len(partial)} gangs partly bound ({', '.join(partial)}), down 3 s; all whole {done - restarted:.1f} s after "
+        f"the restart ({done - started:.1f} s from creation); load {load_average()}"
+    )
