@@ -177,6 +177,27 @@ def test_pcsg_converges_to_the_generation_once_every_podclique_has() -> None:
     assert "currentPodCliqueSetGenerationHash" not in missing
 
 
+def test_pcsg_under_on_delete_starts_and_ends_its_update_at_once_and_counts_what_was_recreated() -> None:
+    # podcliquescalinggroup/reconcilespec.go processUpdate: OnDelete records the generation with both stamps set.
+    members = [
+        _member(0, "a", label="ha", current="ha", gen=GEN, ready=1),
+        _member(0, "b", label="hb", current="hb", gen=GEN, ready=1),
+        _member(1, "a", label="ha", current="old", gen="gen-old", ready=1),  # its pods not deleted yet
+        _member(1, "b", label="hb", current="hb", gen=GEN, ready=1),
+    ]
+    target = _target(rolling=False, on_delete=True)
+    status = pcsg_status(_pcsg(), members, target=target, template_hashes={"a": "ha", "b": "hb"})
+    progress = status["updateProgress"]
+    assert progress["updateStartedAt"] == progress["updateEndedAt"] == NOW
+    assert (progress["updatedPodCliquesCount"], progress["totalPodCliquesCount"], status["updatedReplicas"]) == (
+        3,
+        4,
+        1,
+    )
+    assert "currentPodCliqueSetGenerationHash" not in status  # one PodClique has not converged
+    assert status["conditions"][0]["reason"] != "UpdateInProgress"  # nothing is under way: gang termination holds
+
+
 # --- podcliqueset/reconcilestatus_test.go: TestComputePCSUpdateProgressCounts, TestCountUpdatedPCLQs ----------------
 
 
