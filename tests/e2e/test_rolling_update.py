@@ -20,6 +20,7 @@ import json
 import re
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +30,11 @@ import yaml
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.install import DEPLOY
 from benchmarks.controlplane.rest import Api, ApiError
-from tests.e2e.reads import PODS, all_whole, apply_in, load_average, pods, ready, wait_for
+from tests.e2e.reads import GROVE, PODS, all_whole, apply_in, load_average, pods, ready, wait_for
 
 PCS = "multinode-aggregated"
 REPLICAS = 3
-OLD, NEW = "nginx:latest", "nginx:1.27"
+OLD, NEW, NEWER = "nginx:latest", "nginx:1.27", "nginx:1.28"
 # The example's cliques: minAvailable defaults to replicas; the scaling group's minAvailable defaults to 1.
 CLIQUE_MIN = {"leader": 1, "worker": 3}
 GROUP_MIN = 1
@@ -59,11 +60,13 @@ class Watched:
 
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
-    mixed: list[str] = field(default_factory=list)
+    mixed: list[str] = field(default_factory=list)  # a gang holding both images
+    mixed_replicas: list[str] = field(default_factory=list)  # a PodCliqueSet replica holding both
     below: list[str] = field(default_factory=list)
     out_of_turn: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # the PCS replica each replacement started on, in order
+    newest: str = NEW  # the image the PodCliqueSet asks for now
     most_down: int = 0
     _replacing: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -80,13 +83,11 @@ class Watched:
 
     def _check(self, at: str) -> None:
         listed = list(self.pods.values())
-        for label in ("grove.io/podgang", PCS_REPLICA):
+        for label, found in (("grove.io/podgang", self.mixed), (PCS_REPLICA, self.mixed_replicas)):
             images: dict[str, set[str]] = {}
             for pod in listed:
                 images.setdefault(pod["metadata"]["labels"][label], set()).add(_image(pod))
-            self.mixed += [
-                f"{at}: {label}={key} holds {sorted(found)}" for key, found in images.items() if len(found) > 1
-            ]
+            found += [f"{at}: {label}={key} holds {sorted(seen)}" for key, seen in images.items() if len(seen) > 1]
         down = [replica for replica in range(REPLICAS) if not _available(listed, replica)]
         self.most_down = max(self.most_down, len(down))
         if len(down) > 1:
@@ -94,7 +95,7 @@ class Watched:
         # A replica is being replaced from the moment one of its old pods goes until all its pods are new and it is
         # available again; only then may another replica's old pods go.
         going = sorted(
-            {int(p["metadata"]["labels"][PCS_REPLICA]) for p in listed if _image(p) == OLD and _terminating(p)}
+            {int(p["metadata"]["labels"][PCS_REPLICA]) for p in listed if _image(p) != self.newest and _terminating(p)}
         )
         if self._replacing is not None and self._replaced(listed, self._replacing):
             self._replacing = None
@@ -105,12 +106,28 @@ class Watched:
             elif replica != self._replacing:
                 self.out_of_turn.append(f"{at}: replica {replica} loses pods while {self._replacing} is replaced")
 
-    @staticmethod
-    def _replaced(listed: list[dict[str, Any]], replica: int) -> bool:
+    def _replaced(self, listed: list[dict[str, Any]], replica: int) -> bool:
         mine = [p for p in listed if int(p["metadata"]["labels"][PCS_REPLICA]) == replica]
-        return (
-            len(mine) == 8 and all(_image(p) == NEW and not _terminating(p) for p in mine) and _available(mine, replica)
+        fresh = all(_image(p) == self.newest and not _terminating(p) for p in mine)
+        return len(mine) == 8 and fresh and _available(mine, replica)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.pods.values())
+
+    def replaced_all(self) -> bool:
+        now = self.snapshot()
+        return len(now) == 8 * REPLICAS and all(
+            _image(p) == self.newest and ready(p) and not _terminating(p) for p in now
         )
+
+    def assert_kept(self) -> None:
+        """Nothing broke the invariants, and the watch saw every event."""
+        assert not self.errors, self.errors
+        assert not self.mixed, self.mixed[:10]
+        assert not self.mixed_replicas, self.mixed_replicas[:10]
+        assert not self.below, self.below[:10]
+        assert not self.out_of_turn, self.out_of_turn[:10]
 
 
 def _available(listed: list[dict[str, Any]], replica: int) -> bool:
@@ -155,39 +172,60 @@ def _table(plane: ControlPlane, namespace: str) -> dict[str, str]:
     return row
 
 
-def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows_it(
-    control_plane: ControlPlane, namespace: str, figure: list[str]
-) -> None:
+def _deploy(plane: ControlPlane, namespace: str, *, strategy: str | None = None) -> None:
+    """The example with 3 replicas (and ``strategy``), applied and waited for: every gang whole, every pod Ready."""
     (pcs,) = yaml.safe_load_all((DEPLOY / "examples" / f"{PCS}.yaml").read_text())
     pcs["spec"]["replicas"] = REPLICAS
-    apply_in(control_plane, namespace, [pcs])
+    if strategy is not None:
+        pcs["spec"]["updateStrategy"] = {"type": strategy}
+    apply_in(plane, namespace, [pcs])
 
     def steady() -> bool:
-        listed = pods(control_plane, namespace)
+        listed = pods(plane, namespace)
         return (
-            all_whole(control_plane, namespace, expected_gangs=2 * REPLICAS)
+            all_whole(plane, namespace, expected_gangs=2 * REPLICAS)
             and len(listed) == 8 * REPLICAS
             and all(map(ready, listed))
-            and _table(control_plane, namespace).get("UPDATED") == str(REPLICAS)
+            and _table(plane, namespace).get("UPDATED") == str(REPLICAS)
         )
 
     wait_for(steady, timeout=120, what="every gang bound whole, every pod Ready, UPDATED 3",
-             show=lambda: _table(control_plane, namespace))  # fmt: skip
-    assert {_image(p) for p in pods(control_plane, namespace)} == {OLD}
+             show=lambda: _table(plane, namespace))  # fmt: skip
+    assert {_image(p) for p in pods(plane, namespace)} == {OLD}
 
+
+def _watch(plane: ControlPlane, namespace: str) -> tuple[Watched, Future[None]]:
+    """The namespace's pods listed, then watched from that list on (cancel the future to stop)."""
     path = PODS.format(ns=namespace)
-    listed = control_plane.api.get(path)
+    listed = plane.api.get(path)
     watched = Watched()
     for pod in listed["items"]:
         watched.pods[pod["metadata"]["name"]] = pod
     version = listed["metadata"]["resourceVersion"]
-    follower = control_plane.api.background(_follow(control_plane.api, path, version, watched))
+    return watched, plane.api.background(_follow(plane.api, path, version, watched))
+
+
+def _set_image(plane: ControlPlane, namespace: str, image: str) -> None:
+    """What a user types: ``kubectl patch pcs … --type=json`` on both cliques' image."""
     patch = [
-        {"op": "replace", "path": f"/spec/template/cliques/{i}/spec/podSpec/containers/0/image", "value": NEW}
+        {"op": "replace", "path": f"/spec/template/cliques/{i}/spec/podSpec/containers/0/image", "value": image}
         for i in range(2)
     ]
+    plane.kubectl("-n", namespace, "patch", "pcs", PCS, "--type=json", "-p", json.dumps(patch))
+
+
+def _pcs_status(plane: ControlPlane, namespace: str) -> dict[str, Any]:
+    status: dict[str, Any] = plane.api.get(f"{GROVE.format(ns=namespace)}/podcliquesets/{PCS}").get("status") or {}
+    return status
+
+
+def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows_it(
+    control_plane: ControlPlane, namespace: str, figure: list[str]
+) -> None:
+    _deploy(control_plane, namespace)
+    watched, follower = _watch(control_plane, namespace)
     started = time.monotonic()
-    control_plane.kubectl("-n", namespace, "patch", "pcs", PCS, "--type=json", "-p", json.dumps(patch))
+    _set_image(control_plane, namespace, NEW)
 
     updated_seen: list[str] = []  # the UPDATED column each time a user ran kubectl get pcs
 
@@ -195,32 +233,28 @@ def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows
         row = _table(control_plane, namespace)
         if not updated_seen or updated_seen[-1] != row["UPDATED"]:
             updated_seen.append(row["UPDATED"])
-        with watched.lock:
-            now = list(watched.pods.values())
-        done = len(now) == 8 * REPLICAS and all(_image(p) == NEW and ready(p) and not _terminating(p) for p in now)
-        return done and row["UPDATED"] == str(REPLICAS)
+        return watched.replaced_all() and row["UPDATED"] == str(REPLICAS)
 
     wait_for(rolled_out, timeout=300, every=0.3, what="every pod on the new image and Ready, UPDATED 3",
              show=lambda: (updated_seen, watched.order, len(watched.pods)))  # fmt: skip
     elapsed = time.monotonic() - started
     follower.cancel()
 
-    assert not watched.errors, watched.errors
-    assert not watched.mixed, watched.mixed[:10]
-    assert not watched.below, watched.below[:10]
-    assert not watched.out_of_turn, watched.out_of_turn[:10]
+    watched.assert_kept()
     assert watched.order == list(range(REPLICAS))  # each replica once, in Grove's order (all healthy: by index)
     assert watched.most_down == 1  # the update did take a replica down (its gangs were replaced whole)
     assert all_whole(control_plane, namespace, expected_gangs=2 * REPLICAS)
 
     # kubectl get pcs showed the progress: UPDATED climbed to 3 without going back.
+    # (The first reads may come before the reconciler saw the patch: they still show the old template's 3.)
     numbers = [int(value) for value in updated_seen if value]
-    assert numbers == sorted(numbers) and numbers[-1] == REPLICAS and numbers[0] < REPLICAS, updated_seen
+    began = next((i for i, n in enumerate(numbers) if n < REPLICAS), len(numbers))
+    assert numbers[began:] == sorted(numbers[began:]) and numbers[began] == 0 and numbers[-1] == REPLICAS, updated_seen
     final = _table(control_plane, namespace)
     assert {k: final[k] for k in ("REPLICAS", "AVAILABLE", "UPDATED", "PCSGS-UPDATED", "PCSGS-TOTAL")} == {
         "REPLICAS": "3", "AVAILABLE": "3", "UPDATED": "3", "PCSGS-UPDATED": "3", "PCSGS-TOTAL": "3"
     }  # fmt: skip
-    status = control_plane.api.get(f"/apis/grove.io/v1alpha1/namespaces/{namespace}/podcliquesets/{PCS}")["status"]
+    status = _pcs_status(control_plane, namespace)
     assert status["updateProgress"].get("updateEndedAt") and "currentlyUpdating" not in status["updateProgress"]
     groups = _rows(control_plane.kubectl("-n", namespace, "get", "pcsg"))
     assert len(groups) == REPLICAS
@@ -231,3 +265,61 @@ def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows
         f"(replica order {watched.order}, {watched.events} pod events checked, UPDATED seen {updated_seen}; "
         f"load {load_average()})"
     )
+
+
+def test_a_second_change_mid_update_restarts_it_on_the_newest_image_still_one_replica_at_a_time(
+    control_plane: ControlPlane, namespace: str, figure: list[str]
+) -> None:
+    _deploy(control_plane, namespace)
+    watched, follower = _watch(control_plane, namespace)
+    started = time.monotonic()
+    _set_image(control_plane, namespace, NEW)
+    wait_for(lambda: len(watched.order) >= 2, timeout=120, every=0.05, what="the second replica being replaced",
+             show=lambda: watched.order)  # fmt: skip
+    with watched.lock:
+        watched.newest = NEWER  # from now on, a pod not on NEWER is out of date
+    _set_image(control_plane, namespace, NEWER)
+    wait_for(watched.replaced_all, timeout=300, every=0.3, what="every pod on the newest image and Ready",
+             show=lambda: (watched.order, sorted({_image(p) for p in watched.snapshot()})))  # fmt: skip
+    elapsed = time.monotonic() - started
+    follower.cancel()
+    watched.assert_kept()
+    # Replica 1, caught half-way, is finished first (on the newest image); then the other two, one at a time.
+    assert watched.order[:2] == [0, 1] and sorted(watched.order[2:]) == [0, 2], watched.order
+    wait_for(lambda: _table(control_plane, namespace)["UPDATED"] == str(REPLICAS), timeout=60, what="UPDATED 3")
+    progress = _pcs_status(control_plane, namespace)["updateProgress"]
+    assert progress.get("updateEndedAt") and "currentlyUpdating" not in progress
+    figure.append(f"restarted mid-update: every pod on the newest image {elapsed:.1f} s after the first patch "
+                  f"(replacements in order {watched.order}; load {load_average()})")  # fmt: skip
+
+
+def test_on_delete_leaves_every_pod_until_a_gang_is_deleted_which_comes_back_on_the_new_image(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    _deploy(control_plane, namespace, strategy="OnDelete")
+    before = {p["metadata"]["uid"] for p in pods(control_plane, namespace)}
+    watched, follower = _watch(control_plane, namespace)
+    _set_image(control_plane, namespace, NEW)
+    wait_for(lambda: (_pcs_status(control_plane, namespace).get("updateProgress") or {}).get("updateEndedAt"),
+             timeout=60, what="the OnDelete update recorded as ended at once")  # fmt: skip
+    time.sleep(5)  # the reconciler's passes over the changed PodCliqueSet have run: still nothing may be replaced
+    assert {p["metadata"]["uid"] for p in pods(control_plane, namespace)} == before
+    assert {_image(p) for p in pods(control_plane, namespace)} == {OLD}
+    assert _table(control_plane, namespace)["UPDATED"] == "0"
+
+    gang = f"{PCS}-1-model-instance-0"  # replica 1's scaled gang: a user deletes its pods
+    control_plane.kubectl("-n", namespace, "delete", "pods", "-l", f"grove.io/podgang={gang}", "--wait=false")
+
+    def back() -> bool:
+        mine = [p for p in watched.snapshot() if p["metadata"]["labels"]["grove.io/podgang"] == gang]
+        return len(mine) == 4 and all(_image(p) == NEW and ready(p) and not _terminating(p) for p in mine)
+
+    wait_for(back, timeout=120, what=f"{gang} back on {NEW}, Ready")
+    follower.cancel()
+    # (A replica does hold both images now: OnDelete replaces what is deleted, and only that.)
+    assert not watched.errors and not watched.mixed, (watched.errors, watched.mixed[:10])
+    assert not watched.below, watched.below[:10]  # (the watched replica never dropped below minAvailable: 1 of 2)
+    others = [p for p in pods(control_plane, namespace) if p["metadata"]["labels"]["grove.io/podgang"] != gang]
+    assert len(others) == 20 and {p["metadata"]["uid"] for p in others} <= before
+    assert {_image(p) for p in others} == {OLD}
+    assert all_whole(control_plane, namespace, expected_gangs=2 * REPLICAS)
