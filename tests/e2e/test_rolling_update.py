@@ -219,13 +219,20 @@ def _pcs_status(plane: ControlPlane, namespace: str) -> dict[str, Any]:
     return status
 
 
+def _rolling(plane: ControlPlane, namespace: str) -> tuple[Watched, Future[None], float]:
+    """The example deployed and steady, its pods watched, then its image patched to ``NEW``: the watch, its future
+    and when the patch was sent."""
+    _deploy(plane, namespace)
+    watched, follower = _watch(plane, namespace)
+    started = time.monotonic()
+    _set_image(plane, namespace, NEW)
+    return watched, follower, started
+
+
 def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows_it(
     control_plane: ControlPlane, namespace: str, figure: list[str]
 ) -> None:
-    _deploy(control_plane, namespace)
-    watched, follower = _watch(control_plane, namespace)
-    started = time.monotonic()
-    _set_image(control_plane, namespace, NEW)
+    watched, follower, started = _rolling(control_plane, namespace)
 
     updated_seen: list[str] = []  # the UPDATED column each time a user ran kubectl get pcs
 
@@ -270,10 +277,7 @@ def test_image_change_rolls_replica_by_replica_each_gang_whole_and_kubectl_shows
 def test_a_second_change_mid_update_restarts_it_on_the_newest_image_still_one_replica_at_a_time(
     control_plane: ControlPlane, namespace: str, figure: list[str]
 ) -> None:
-    _deploy(control_plane, namespace)
-    watched, follower = _watch(control_plane, namespace)
-    started = time.monotonic()
-    _set_image(control_plane, namespace, NEW)
+    watched, follower, started = _rolling(control_plane, namespace)
     wait_for(lambda: len(watched.order) >= 2, timeout=120, every=0.05, what="the second replica being replaced",
              show=lambda: watched.order)  # fmt: skip
     with watched.lock:
