@@ -99,7 +99,7 @@ def _allowed(manifest: str = "reconciler-rbac.yaml") -> set[tuple[str, str, str]
     }
 
 
-def test_rbac_allows_every_request_the_reconciler_makes() -> None:
+def test_rbac_allows_every_request_the_reconciler_makes_and_no_other() -> None:
     # Every kind of call the real client makes: creates, template updates (PUT), status patches, scale-in deletes,
     # HPAs, the startup-order identity, refusal events, topology lookups and the watches.
     broken = example("multinode-aggregated")
@@ -146,6 +146,16 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         relabelled["spec"]["template"]["cliques"][0]["labels"] = {"tier": "leader"}  # PodClique update (PUT)
         server.apply(relabelled)
         reconciler.reconcile("default", "multinode-aggregated")
+        # Someone relabels one object of each kind the reconciler keeps: it writes its labels back (PUT).
+        for resource in _RELABELLED:
+            obj = server.objects(resource)[0]
+            obj["metadata"]["labels"]["drifted"] = "yes"
+            server.put(resource, obj)
+            reconciler.reconcile("default", obj["metadata"]["labels"]["app.kubernetes.io/part-of"])
+        # Every PodCliqueSet deleted: the reconciler deletes what each owned (no garbage collector here).
+        for name in names:
+            server.delete(PODCLIQUESETS, name, "default")
+            reconciler.reconcile("default", name)
         api.changes(1.0)
         stop.set()
         for thread in threads:
@@ -166,6 +176,34 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         ("grove.io", "clustertopologybindings", "get"),
     } <= made
     assert made - _allowed() == set()
+    # And nothing more: every verb granted is one the reconciler asks for, but these, which the API server needs it
+    # to hold for its other requests to pass.
+    assert _allowed() - made == _HELD_NOT_CALLED
+
+
+# The kinds (fake API server resource keys) the reconciler writes back whole when their labels drift.
+_RELABELLED = (
+    "v1/services",
+    "v1/serviceaccounts",
+    "rbac.authorization.k8s.io/v1/roles",
+    "rbac.authorization.k8s.io/v1/rolebindings",
+    "autoscaling/v2/horizontalpodautoscalers",
+    "resource.k8s.io/v1/resourceclaims",
+    "scheduler.grove.io/v1alpha1/podgangs",
+    PODCLIQUESCALINGGROUPS,
+)
+_HELD_NOT_CALLED = {
+    # RBAC lets it create the init container's Role (get/list/watch pods and pods/status) only while it holds those.
+    ("", "pods", "get"),
+    ("", "pods/status", "get"),
+    ("", "pods/status", "list"),
+    ("", "pods/status", "watch"),
+    # OwnerReferencesPermissionEnforcement: an owner reference with blockOwnerDeletion needs update on the owner's
+    # finalizers (make e2e's RBAC scenario shows each of these refused without them).
+    ("grove.io", "podcliquesets/finalizers", "update"),
+    ("grove.io", "podcliques/finalizers", "update"),
+    ("grove.io", "podcliquescalinggroups/finalizers", "update"),
+}
 
 
 def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
