@@ -41,7 +41,8 @@ def install(kubectl: Kubectl, folder: Path) -> None:
     """The README's order: namespace, CRDs (the standalone set: no Grove operator here), the mTLS Secrets from
     ``grove-extender certs`` (the file deleted once applied), the extender, the second kube-scheduler, the
     reconciler (its RBAC, the admission policy that keeps it to its own objects, its Deployment), the routing
-    policy and the preempt guard's ConfigMap."""
+    policy, the preempt guard's ConfigMap and the NetworkPolicies (validated by the API server; nothing enforces
+    them here: no CNI)."""
     kubectl("apply", "-f", str(DEPLOY / "namespace.yaml"))
     kubectl("apply", "-f", str(DEPLOY / "crds"))
     kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in CRDS))
@@ -58,6 +59,7 @@ def install(kubectl: Kubectl, folder: Path) -> None:
         "reconciler.yaml",
         "grove-operator-routing.yaml",
         "default-scheduler-preempt-guard.yaml",
+        "network-policies.yaml",
     ):
         kubectl("apply", "-f", str(DEPLOY / manifest))
 
