@@ -40,7 +40,9 @@ def grove_extender() -> str:
 def install(kubectl: Kubectl, folder: Path) -> None:
     """The README's order: namespace, CRDs (the standalone set: no Grove operator here), the mTLS Secrets from
     ``grove-extender certs`` (the file deleted once applied), the extender, the second kube-scheduler, the
-    reconciler, the routing policy and the preempt guard's ConfigMap."""
+    reconciler (its RBAC, the admission policy that keeps it to its own objects, its Deployment), the routing
+    policy, the preempt guard's ConfigMap and the NetworkPolicies (validated by the API server; nothing enforces
+    them here: no CNI)."""
     kubectl("apply", "-f", str(DEPLOY / "namespace.yaml"))
     kubectl("apply", "-f", str(DEPLOY / "crds"))
     kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in CRDS))
@@ -53,9 +55,11 @@ def install(kubectl: Kubectl, folder: Path) -> None:
         "extender.yaml",
         "grove-scheduler.yaml",
         "reconciler-rbac.yaml",
+        "reconciler-ownership-policy.yaml",
         "reconciler.yaml",
         "grove-operator-routing.yaml",
         "default-scheduler-preempt-guard.yaml",
+        "network-policies.yaml",
     ):
         kubectl("apply", "-f", str(DEPLOY / manifest))
 
