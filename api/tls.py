@@ -169,6 +169,13 @@ class HandshakeGate:
             ),
             clock,
         )
+        self._accepted = Counter(
+            "grove_extender_tls_handshakes_total",
+            "TLS connections whose handshake completed and whose client was accepted: a client that keeps its "
+            "connections makes few, one that reconnects per call one per call.",
+            ["listener"],
+            registry=registry,
+        ).labels(listener)
         self._handshakes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
 
     def connection(self, http: asyncio.Protocol) -> asyncio.Protocol:
@@ -207,6 +214,7 @@ class HandshakeGate:
             secure.abort()
             self.failures.record("client_san", client=client, detail=refusal)
             return
+        self._accepted.inc()
         connection.hand_over(secure)
 
 
