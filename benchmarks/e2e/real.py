@@ -9,6 +9,12 @@ on it, the pods and PodGangs created first and kube-scheduler started after, cli
 2. **alone**: the extender stopped, the same pods created again for the default profile, kube-scheduler with the
    default configuration (what the cluster runs without grove-extender).
 
+The gangs carry no topology constraint unless ``--required-pack`` (each gang in one ``nvidia.com/gpu.clique``: 18
+nodes × 4 GPUs, so every plan must keep its 8 pods in one domain); the issue's two set-ups:
+
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real --required-pack
+
 Prints pods bound per second in each (from kube-scheduler ready to the last bind), their ratio, the extender's CPU
 per bound pod from ``/proc`` of the serve process (drive + 6 s of status writes, less its idle rate), the API
 server's, etcd's and kube-scheduler's CPU per bound pod beside it, the extender's CPU by thread, and counters per
@@ -74,7 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real = parser.add_argument_group("on a real control plane (--real)")
     real.add_argument("--real", action="store_true", help="kube-apiserver and kube-scheduler from KUBEBUILDER_ASSETS")
     real.add_argument("--logs", help="keep the control plane's folder (every component's log) here")
-    real.add_argument("--no-required-pack", action="store_true", help="gangs without a required NVLink domain")
+    real.add_argument(
+        "--required-pack",
+        action="store_true",
+        help="every gang needs one NVLink domain (nvidia.com/gpu.clique, required pack); default: no topology "
+        "constraint, gangs of 8 placed anywhere",
+    )
 
 
 def _processes(plane: ControlPlane, scheduler: Child | None) -> dict[str, int]:
@@ -233,7 +244,7 @@ def run_real(args: argparse.Namespace) -> int:
     assets = find_assets()
     if isinstance(assets, str):
         raise SystemExit(f"bench --real: {assets}")
-    required = None if args.no_required_pack else CLIQUE
+    required = CLIQUE if args.required_pack else None
     gangs = [Gang(f"gang-{g:05d}", args.pods_per_gang, required=required) for g in range(args.gangs)]
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     started = time.monotonic()
@@ -284,7 +295,7 @@ def counts_line(phase: Phase) -> str:
 
 
 def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
-    pack = "no required pack" if args.no_required_pack else "each gang in one NVLink domain (required)"
+    pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {args.gangs} "
           f"PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}; client QPS 500; load {load}")  # fmt: skip
