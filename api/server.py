@@ -2,8 +2,8 @@
 
 Each listener has its own address, port and, optionally, TLS (``api.tls``: a certificate and key, and a client CA
 whose certificates, carrying an accepted name, are required). A TLS listener speaks HTTP/2 (``api.http2``) to a
-client that offers it by ALPN, as kube-scheduler's does, and HTTP/1.1 to any other. Every port is bound before any is served, so a port in
-use or an unreadable certificate is one clear error at start-up, not a half-started process.
+client that offers it by ALPN, as kube-scheduler's does, and HTTP/1.1 to any other. Every port is bound before any
+is served, so a port in use or an unreadable certificate is one clear error at start-up, not a half-started process.
 
 Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.tls``), a request's headers and
 body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request), its
