@@ -94,7 +94,7 @@ class ExtenderPorts:
 def extender_argv(
     executable: str, *, kubeconfig: Path, tls: Path, ports: ExtenderPorts, identity: str, extra: tuple[str, ...] = ()
 ) -> list[str]:
-    spec = container("extender.yaml", "grove-extender")
+    spec = container("base/extender.yaml", "grove-extender")
     argv = _kubelet_argv(
         spec,
         mounts=_mounts(spec, {"tls": tls}),
@@ -114,7 +114,7 @@ def extender_argv(
 
 
 def reconciler_argv(executable: str, *, kubeconfig: Path) -> list[str]:
-    spec = container("reconciler.yaml", "grove-reconciler")
+    spec = container("reconciler/reconciler.yaml", "grove-reconciler")
     argv = _kubelet_argv(spec, mounts={}, env={})
     if argv[0] != "grove-extender":
         raise LookupError(f"reconciler.yaml runs {argv[0]!r}, not grove-extender")
@@ -122,7 +122,7 @@ def reconciler_argv(executable: str, *, kubeconfig: Path) -> list[str]:
 
 
 def _shipped_scheduler_config() -> dict[str, Any]:
-    config_map = document("grove-scheduler.yaml", "ConfigMap", "grove-scheduler-config")
+    config_map = document("base/grove-scheduler.yaml", "ConfigMap", "grove-scheduler-config")
     config: dict[str, Any] = yaml.safe_load(config_map["data"]["config.yaml"])
     return config
 
@@ -161,8 +161,12 @@ def grove_scheduler_config(
 
 def default_scheduler_config(*, kubeconfig: Path, extender_url: str, client: Path) -> dict[str, Any]:
     """The cluster's own kube-scheduler (profile ``default-scheduler``) with the preempt guard's ``extenders`` block
-    copied in, as ``deploy/default-scheduler-preempt-guard.yaml`` tells an operator to."""
-    guard_map = document("default-scheduler-preempt-guard.yaml", "ConfigMap", "grove-default-scheduler-preempt-guard")
+    copied in, as ``deploy/components/preempt-guard/default-scheduler-preempt-guard.yaml`` tells an operator to."""
+    guard_map = document(
+        "components/preempt-guard/default-scheduler-preempt-guard.yaml",
+        "ConfigMap",
+        "grove-default-scheduler-preempt-guard",
+    )
     guard = yaml.safe_load(guard_map["data"]["scheduler-config.yaml"])
     mount_path = "/etc/kubernetes/grove-extender-client"  # where the guard's comment has the operator put the files
     return {
@@ -177,7 +181,7 @@ def default_scheduler_config(*, kubeconfig: Path, extender_url: str, client: Pat
 
 
 def _scheduler_mount_path(volume: str) -> str:
-    spec = container("grove-scheduler.yaml", "grove-scheduler")
+    spec = container("base/grove-scheduler.yaml", "grove-scheduler")
     return str(next(m["mountPath"] for m in spec["volumeMounts"] if m["name"] == volume))
 
 
@@ -186,7 +190,7 @@ def scheduler_argv(binary: str, *, config: Path, kubeconfig: Path, cert_dir: Pat
     its secure port authenticates and authorizes callers through the in-cluster identity; outside one that
     identity is named (``--authentication-kubeconfig``, ``--authorization-kubeconfig``), so the same lookups —
     and the shipped ``extension-apiserver-authentication-reader`` binding they need — happen here too."""
-    spec = container("grove-scheduler.yaml", "grove-scheduler")
+    spec = container("base/grove-scheduler.yaml", "grove-scheduler")
     argv = _kubelet_argv(spec, mounts=_mounts(spec, {"certs": cert_dir}), env={})
     argv = _replace_flag([binary, *argv[1:]], "--config", str(config))
     for flag, value in (

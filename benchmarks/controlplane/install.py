@@ -41,7 +41,7 @@ def install(kubectl: Kubectl, folder: Path) -> None:
     """The README's order: namespace, CRDs (the standalone set: no Grove operator here), the mTLS Secrets from
     ``grove-extender certs`` (the file deleted once applied), the extender, the second kube-scheduler, the
     reconciler, the routing policy and the preempt guard's ConfigMap."""
-    kubectl("apply", "-f", str(DEPLOY / "namespace.yaml"))
+    kubectl("apply", "-f", str(DEPLOY / "base/namespace.yaml"))
     kubectl("apply", "-f", str(DEPLOY / "crds"))
     kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in CRDS))
     certs = folder / "certs.yaml"
@@ -49,13 +49,13 @@ def install(kubectl: Kubectl, folder: Path) -> None:
     kubectl("apply", "-f", str(certs))
     certs.unlink()  # it holds private keys
     for manifest in (
-        "extender-rbac.yaml",
-        "extender.yaml",
-        "grove-scheduler.yaml",
-        "reconciler-rbac.yaml",
-        "reconciler.yaml",
-        "grove-operator-routing.yaml",
-        "default-scheduler-preempt-guard.yaml",
+        "base/extender-rbac.yaml",
+        "base/extender.yaml",
+        "base/grove-scheduler.yaml",
+        "reconciler/reconciler-rbac.yaml",
+        "reconciler/reconciler.yaml",
+        "overlays/with-grove-operator/grove-operator-routing.yaml",
+        "components/preempt-guard/default-scheduler-preempt-guard.yaml",
     ):
         kubectl("apply", "-f", str(DEPLOY / manifest))
 

@@ -1,9 +1,9 @@
-"""MNNVL on the real API server, as the README has an operator turn it on: the NVIDIA DRA driver's ComputeDomain CRD
-(a stand-in: no driver runs here), ``deploy/reconciler-rbac-mnnvl.yaml`` applied, ``--mnnvl`` added to the
-reconciler's arguments. The shipped role is then enough (no refusal in any log: ``conftest.no_forbidden``; that it
-is needed is ``test_rbac``'s), the reconciler keeps one ComputeDomain per PodCliqueSet replica and group, and the
-enrolled pods claim from the template the domain names, as Grove's operator makes them. Afterwards the role is deleted
-and the reconciler runs as the Deployment has it again."""
+"""MNNVL on the real API server, as the README has an operator turn it on: the NVIDIA DRA driver's ComputeDomain CRD (a
+stand-in: no driver runs here), ``deploy/overlays/mnnvl/reconciler-rbac-mnnvl.yaml`` applied, ``--mnnvl`` added to
+the reconciler's arguments. The shipped role is then enough (no refusal in any log: ``conftest.no_forbidden``; that
+it is needed is ``test_rbac``'s), the reconciler keeps one ComputeDomain per PodCliqueSet replica and group, and the
+enrolled pods claim from the template the domain names, as Grove's operator makes them. Afterwards the role is
+deleted and the reconciler runs as the Deployment has it again."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from benchmarks.controlplane.dra_driver import serve_compute_domains
 from benchmarks.controlplane.install import DEPLOY
 from tests.e2e.reads import apply_in, pods, wait_for
 
-RBAC = DEPLOY / "reconciler-rbac-mnnvl.yaml"
+RBAC = DEPLOY / "overlays/mnnvl/reconciler-rbac-mnnvl.yaml"
 MNNVL_PCS = """  # GPU cliques enrolled in an MNNVL group, and a CPU clique that is not
 apiVersion: grove.io/v1alpha1
 kind: PodCliqueSet

@@ -1,7 +1,7 @@
-"""``deploy/grove-operator-routing.yaml`` on the real API server: the MutatingAdmissionPolicy routes a pod created
-the way the Grove operator's default backend creates it (label ``grove.io/podgang``, ``schedulerName:
-default-scheduler``) to the ``grove`` profile in an opted-in namespace, and leaves every other pod alone; the
-routed gang is then bound whole by the grove profile and the extender."""
+"""``deploy/overlays/with-grove-operator/grove-operator-routing.yaml`` on the real API server: the
+MutatingAdmissionPolicy routes a pod created the way the Grove operator's default backend creates it (label
+``grove.io/podgang``, ``schedulerName: default-scheduler``) to the ``grove`` profile in an opted-in namespace, and
+leaves every other pod alone; the routed gang is then bound whole by the grove profile and the extender."""
 
 from __future__ import annotations
 

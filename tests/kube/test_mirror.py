@@ -163,7 +163,7 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
         assert len(fake.requests_to("GET", r"/podgangs$")) >= 6
         logged = caplog.text
         assert "the PodGang CRD is not installed (kubectl apply -f deploy/crds/podgang.yaml)" in logged
-        assert "grant list/watch on podgangs (deploy/extender-rbac.yaml)" in logged
+        assert "grant list/watch on podgangs (deploy/base/extender-rbac.yaml)" in logged
     finally:
         stop.set()
         for thread in threads:

@@ -88,7 +88,7 @@ def _verb(request: Request) -> tuple[str, str, str]:
     return match["group"] or "", resource, verb
 
 
-def _allowed(manifest: str = "reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
+def _allowed(manifest: str = "reconciler/reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
     role = next(d for d in _documents(DEPLOY / manifest) if d["kind"] == "ClusterRole")
     return {
         (group, resource, verb)
@@ -169,7 +169,8 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
 
 
 def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
-    # Off by default: the ComputeDomain rules ship apart (deploy/reconciler-rbac-mnnvl.yaml), bound to the same account.
+    # Off by default: the ComputeDomain rules ship apart (deploy/overlays/mnnvl/reconciler-rbac-mnnvl.yaml), bound
+    # to the same account.
     document = example("training-scaled")
     document["metadata"]["annotations"] = {"grove.io/mnnvl-group": "nvl"}
     with running() as server:
@@ -183,19 +184,21 @@ def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
     made = {_verb(r) for r in server.requests}
     domains = {("resource.nvidia.com", "computedomains", verb) for verb in ("list", "create", "update", "delete")}
     assert domains <= made
-    assert made - _allowed() - _allowed("reconciler-rbac-mnnvl.yaml") == set()
+    assert made - _allowed() - _allowed("overlays/mnnvl/reconciler-rbac-mnnvl.yaml") == set()
     assert not _allowed() & domains
-    (binding,) = [d for d in _documents(DEPLOY / "reconciler-rbac-mnnvl.yaml") if d["kind"] == "ClusterRoleBinding"]
+    (binding,) = [
+        d for d in _documents(DEPLOY / "overlays/mnnvl/reconciler-rbac-mnnvl.yaml") if d["kind"] == "ClusterRoleBinding"
+    ]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
 
 
 def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
-    (deployment,) = _documents(DEPLOY / "reconciler.yaml")
+    (deployment,) = _documents(DEPLOY / "reconciler/reconciler.yaml")
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "grove-reconciler"
     assert pod["containers"][0]["command"][:2] == ["grove-extender", "reconcile"]
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
-    accounts = [d for d in _documents(DEPLOY / "reconciler-rbac.yaml") if d["kind"] == "ServiceAccount"]
+    accounts = [d for d in _documents(DEPLOY / "reconciler/reconciler-rbac.yaml") if d["kind"] == "ServiceAccount"]
     assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
@@ -203,7 +206,7 @@ def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
 
 def test_init_container_image_is_the_reconcilers_own() -> None:
     # grove-initc runs `grove-extender initc`: the image the reconciler injects must be one that has it — its own.
-    (deployment,) = _documents(DEPLOY / "reconciler.yaml")
+    (deployment,) = _documents(DEPLOY / "reconciler/reconciler.yaml")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     command = container["command"]
     assert command[command.index("--initc-image") + 1] == container["image"]
