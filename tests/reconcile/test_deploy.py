@@ -209,4 +209,6 @@ def test_init_container_image_is_the_reconcilers_own() -> None:
     (deployment,) = _documents(DEPLOY / "reconciler/reconciler.yaml")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     command = container["command"]
-    assert command[command.index("--initc-image") + 1] == container["image"]
+    assert command[command.index("--initc-image") + 1] == "$(INITC_IMAGE)"  # the kubelet expands it from env
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["INITC_IMAGE"] == container["image"]
