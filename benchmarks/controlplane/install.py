@@ -55,9 +55,15 @@ def grove_extender() -> str:
     return found
 
 
-def kustomization(folder: Path, *, overlay: str = OVERLAY, components: tuple[str, ...] = COMPONENTS) -> Path:
+def kustomization(
+    folder: Path,
+    *,
+    overlay: str = OVERLAY,
+    components: tuple[str, ...] = COMPONENTS,
+    images: tuple[dict[str, str], ...] = (),
+) -> Path:
     """``folder`` made a user's kustomization, as the README shows one (paths relative: kustomize refuses absolute
-    ones). No ``images:`` entry: the image is never pulled here, so the manifests' own name stands."""
+    ones). No ``images:`` entry by default: the image is never pulled here, so the manifests' own name stands."""
     folder.mkdir(parents=True, exist_ok=True)
     relative = os.path.relpath(DEPLOY, folder)
     body: dict[str, Any] = {
@@ -65,6 +71,7 @@ def kustomization(folder: Path, *, overlay: str = OVERLAY, components: tuple[str
         "kind": "Kustomization",
         "resources": [f"{relative}/overlays/{overlay}"],
         "components": [f"{relative}/components/{name}" for name in components],
+        "images": list(images),
     }
     (folder / "kustomization.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
     return folder

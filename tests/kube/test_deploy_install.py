@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmarks.controlplane.install import kustomization
 from tests.conftest import REPO_ROOT
 from tests.manifests import DEPLOY, KUSTOMIZATION, KustomizationError, entry_points, reached, unreachable
 
@@ -90,21 +91,6 @@ def _file_keys(files: set[Path]) -> set[Key]:
     return _keys([doc for path in files for doc in yaml.safe_load_all(path.read_text()) if doc])
 
 
-def _user_kustomization(folder: Path, *, overlay: str, components: list[str], images: list[dict[str, str]]) -> Path:
-    """A user's own kustomization beside the checkout, as the README shows one: an overlay, components, the image."""
-    folder.mkdir(parents=True, exist_ok=True)
-    relative = os.path.relpath(DEPLOY, folder)
-    body: dict[str, Any] = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [f"{relative}/overlays/{overlay}"],
-        "components": [f"{relative}/components/{name}" for name in components],
-        "images": images,
-    }
-    (folder / KUSTOMIZATION).write_text(yaml.safe_dump(body, sort_keys=False))
-    return folder
-
-
 @pytest.mark.parametrize("overlay", [p.name for p in entry_points() if p.parent.name == "overlays"])
 def test_each_overlay_renders_exactly_the_objects_its_files_hold(kubectl: str, overlay: str) -> None:
     folder = DEPLOY / "overlays" / overlay
@@ -113,7 +99,7 @@ def test_each_overlay_renders_exactly_the_objects_its_files_hold(kubectl: str, o
 
 @pytest.mark.parametrize("component", [p.name for p in entry_points() if p.parent.name == "components"])
 def test_each_component_adds_its_objects_to_an_overlay(kubectl: str, component: str, tmp_path: Path) -> None:
-    user = _user_kustomization(tmp_path / "mine", overlay="standalone", components=[component], images=[])
+    user = kustomization(tmp_path / "mine", overlay="standalone", components=(component,))
     rendered = _keys(_render(kubectl, user))
     standalone = _keys(_render(kubectl, DEPLOY / "overlays" / "standalone"))
     assert rendered == standalone | _file_keys(reached(DEPLOY / "components" / component)[0])
@@ -135,7 +121,7 @@ def _images(docs: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 def test_one_images_entry_sets_every_image_of_ours_the_init_container_included(kubectl: str, tmp_path: Path) -> None:
     image = {"name": "grove-extender", "newName": "registry.example/grove-extender", "newTag": "1.2.3"}
-    user = _user_kustomization(tmp_path / "mine", overlay="mnnvl", components=["preempt-guard"], images=[image])
+    user = kustomization(tmp_path / "mine", overlay="mnnvl", components=("preempt-guard",), images=(image,))
     docs = _render(kubectl, user)
     assert "grove-extender:0.1.0" not in yaml.safe_dump_all(docs), "an image of ours left unset"
     images = _images(docs)
