@@ -2,9 +2,9 @@
 # Regenerates every shipped benchmark snapshot and every result in benchmarks/results/ (no Make needed).
 # Run from the repository root with the project installed in .venv (or BIN=dir-with-grove-extender):
 #   sh benchmarks/regenerate.sh [DATA_DIR]
-# DATA_DIR holds the public traces (default ../shared/data, as seen from the repository root).
+# DATA_DIR holds the public traces (benchmarks/README.md says which and where from).
 set -eu
-DATA="${1:-../shared/data}"
+DATA="${1:?usage: sh $0 DATA_DIR (the public Alibaba GPU traces; see benchmarks/README.md)}"
 BIN="${BIN:-.venv/bin}"
 POLICIES=cpsat,cpsat-batch,topology-greedy,gang-best-fit,spread,first-fit
 FILL_POLICIES=cpsat,topology-greedy,gang-best-fit

@@ -5,7 +5,7 @@
 # benchmarks/results/seeds.md.
 #   sh benchmarks/seed_spread.sh [DATA_DIR]
 set -eu
-DATA="${1:-../shared/data}"
+DATA="${1:?usage: sh $0 DATA_DIR (the public Alibaba GPU traces; see benchmarks/README.md)}"
 BIN="${BIN:-.venv/bin}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT

@@ -13,7 +13,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.generate", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/snapshots"))
     parser.add_argument(
-        "--data", type=Path, default=Path("../shared/data"), help="the public traces, as seen from the repo root"
+        "--data", type=Path, required=True, help="the public Alibaba GPU traces (benchmarks/README.md says which)"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--gangs", type=int, help="gangs per snapshot (default: each scenario's own)")

@@ -85,6 +85,10 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
     bounds = gang_bounds(problem)  # None when no domain holds the gang on capacity sums
     if bounds is None:
         return refused(explain_infeasible(whole))  # reasons speak of the cluster as the user sees it
+    if problem.guaranteed_pods == 0:
+        # Nothing is guaranteed (every group's minimum is 0): the empty plan is optimal, and a model of nothing
+        # can still run out of a tiny time budget on a loaded machine.
+        return _Plan({}, bounds.per_tier, optimal=True, models=0)
     if bounds.by_domain:
         return _by_domain(problem, bounds, deadline=deadline, options=options)
     preferred = problem.preferring_one()

@@ -8,33 +8,26 @@ points in the ``grove_extender.commands`` group: ``bench`` (``benchmarks.cli``) 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from . import (
-    certs,
-    initc,
-    plan,
-    reconcile,
-    record,
-    serve,
-    snapshot,
-)
-
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
-# An explicit list, not import-time discovery: what the product's CLI offers is readable here.
-COMMANDS: tuple[Registrar, ...] = (
-    snapshot.register,
-    serve.register,
-    reconcile.register,
-    record.register,
-    plan.register,
-    certs.register,
-    initc.register,
-)
+# An explicit list, not import-time discovery: what the product's CLI offers is readable here. Each module is
+# imported only when its command runs (or for the whole help): ``initc`` starts in every pod with a startup order
+# and must not pay for OR-Tools, FastAPI and the reconciler, which the other commands import.
+COMMANDS: dict[str, str] = {
+    "snapshot": "scheduler.cli.snapshot",
+    "serve": "scheduler.cli.serve",
+    "reconcile": "scheduler.cli.reconcile",
+    "record": "scheduler.cli.record",
+    "plan": "scheduler.cli.plan",
+    "certs": "scheduler.cli.certs",
+    "initc": "scheduler.cli.initc",
+}
 
 ENTRY_POINT_GROUP = "grove_extender.commands"
 
@@ -54,19 +47,31 @@ def registered_commands() -> list[Registrar]:
     return [entry.load() for entry in found if _installed(entry.module)]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _registrar(module: str) -> Registrar:
+    register: Registrar = importlib.import_module(module).register
+    return register
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser: with ``command`` one of the product's own, only that subcommand is registered (and only
+    its module imported); otherwise every subcommand, entry points included."""
     parser = argparse.ArgumentParser(
         prog="grove-extender",
         description="All-or-nothing, topology-aware placement of Grove PodGangs for kube-scheduler.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for register in (*COMMANDS, *registered_commands()):
+    if command in COMMANDS:
+        registrars = [_registrar(COMMANDS[command])]
+    else:
+        registrars = [*map(_registrar, COMMANDS.values()), *registered_commands()]
+    for register in registrars:
         register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

@@ -256,24 +256,33 @@ class KubeApi:
 
 class _PodCliqueSetKeys:
     """An informer's handler: each object listed or changed is work for the PodCliqueSet it names (its own name,
-    or its ``part-of`` label)."""
+    or its ``part-of`` label).
+
+    A relist after an expired watch carries no deletions: a PodCliqueSet whose pods were all deleted in the gap is
+    named by no listed object. So a list names every PodCliqueSet the previous list or any event since named, as
+    well as the listed ones, each once."""
 
     def __init__(self, kind: str, changes: queue.Queue[ObjectKey]) -> None:
         self._kind = kind
         self._changes = changes
+        self._named: set[ObjectKey] = set()
 
     def on_list(self, objects: Sequence[KubeObject]) -> None:
-        for obj in objects:
-            self._emit(obj)
+        listed = {key for key in map(self._key, objects) if key is not None}
+        for key in sorted(listed | self._named):
+            self._changes.put(key)
+        self._named = listed
 
     def on_event(self, event_type: EventType, obj: KubeObject) -> None:
-        self._emit(obj)
+        key = self._key(obj)
+        if key is not None:
+            self._named.add(key)
+            self._changes.put(key)
 
-    def _emit(self, obj: KubeObject) -> None:
+    def _key(self, obj: KubeObject) -> ObjectKey | None:
         meta = obj.get("metadata") or {}
         name = meta.get("name") if self._kind == "PodCliqueSet" else (meta.get("labels") or {}).get(LABEL_PART_OF)
-        if name:
-            self._changes.put((meta.get("namespace", ""), name))
+        return (meta.get("namespace", ""), name) if name else None
 
 
 def _error(status: int, body: bytes) -> ApiError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
@@ -13,11 +14,12 @@ import pytest
 import yaml
 from kubernetes import client
 
+from api.grove import LABEL_PART_OF
 from benchmarks.sim.fakeapi import CORE_EVENTS, PODCLIQUESCALINGGROUPS, PODGANGS, PODS, FakeApiServer, running
 from scheduler.kube.connect import load_api_client
 from scheduler.reconcile.client import ApiError, Conflict
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.rest_client import KubeApi
+from scheduler.reconcile.rest_client import KubeApi, _PodCliqueSetKeys
 from tests.reconcile.examples import example, gated, pods_per_gang
 
 NS = "default"
@@ -234,3 +236,28 @@ def test_the_init_containers_token_secret_exists_before_the_pods_that_mount_it(s
     assert waiting and not any(p["spec"].get("serviceAccountName") for p in waiting)
     creates = [(r.method, r.path.rsplit("/", 1)[-1]) for r in server.requests if r.method == "POST"]
     assert creates.index(("POST", "secrets")) < creates.index(("POST", "pods"))
+
+
+def test_a_relist_names_podcliquesets_whose_objects_vanished_in_the_gap() -> None:
+    """An expired watch's relist carries no deletions: the PodCliqueSets named before it are work again, so one
+    whose pods were all deleted while the watch was down is still reconciled (and each key is queued once)."""
+    changes: queue.Queue[tuple[str, str]] = queue.Queue()
+    keys = _PodCliqueSetKeys("Pod", changes)
+
+    def pod(pcs: str, name: str) -> dict[str, Any]:
+        return {"metadata": {"namespace": "ns", "name": name, "labels": {LABEL_PART_OF: pcs}}}
+
+    def drained() -> list[tuple[str, str]]:
+        found = []
+        while not changes.empty():
+            found.append(changes.get_nowait())
+        return found
+
+    keys.on_list([pod("a", "a-0"), pod("a", "a-1"), pod("b", "b-0")])
+    assert drained() == [("ns", "a"), ("ns", "b")]
+    keys.on_event("ADDED", pod("c", "c-0"))
+    assert drained() == [("ns", "c")]
+    keys.on_list([pod("a", "a-0")])  # b's and c's pods went while the watch was down
+    assert drained() == [("ns", "a"), ("ns", "b"), ("ns", "c")]
+    keys.on_list([pod("a", "a-0")])
+    assert drained() == [("ns", "a")]
