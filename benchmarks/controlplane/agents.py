@@ -50,9 +50,10 @@ class Agent:
         tasks = [asyncio.create_task(self._informer(client, *w)) for w in self.watches()]
         while not self._stop.is_set():
             await asyncio.sleep(0.2)
-        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+        others = set(tasks) | (asyncio.all_tasks() - {asyncio.current_task()})  # informers, and what they spawned
+        for task in others:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*others, return_exceptions=True)
 
     async def _informer(self, client: Api, path: str, query: dict[str, str], handle: Handler) -> None:
         """List, then watch from the list's version; list again whenever the stream ends or fails."""
@@ -70,8 +71,12 @@ class Agent:
                 await asyncio.sleep(1)
 
     def spawn(self, coroutine: Any) -> asyncio.Task[Any]:
-        """Run ``coroutine`` on the agent's loop (call from a handler)."""
-        return asyncio.get_running_loop().create_task(self._guarded(coroutine))
+        """Run ``coroutine`` on the agent's loop (call from a handler). A task the agent's stop cancels before it
+        ever ran closes ``coroutine`` too: left unawaited, it would warn when collected, and under ``-W error`` fail
+        whichever test was tearing down then (deleting its PodCliqueSet as the control plane stopped)."""
+        task = asyncio.get_running_loop().create_task(self._guarded(coroutine))
+        task.add_done_callback(lambda _: coroutine.close())
+        return task
 
     async def _guarded(self, coroutine: Any) -> None:
         try:

@@ -1,7 +1,7 @@
 """The PodCliqueSet reconciler: does the Grove operator's part on clusters without it. A PodCliqueSet becomes
 PodCliqueScalingGroups, PodCliques, PodGangs, headless Services, HPAs, shared ResourceClaims, MNNVL ComputeDomains
-and gated pods with Grove's own names, labels, ownership, finalizers, gang rules, startup order and gang termination,
-so the extender can schedule it.
+and gated pods with Grove's own names, labels, ownership, finalizers, gang rules, startup order, gang termination
+and rolling updates, so the extender can schedule it.
 
 Shaped as Grove's operator is, in layers that import downwards only (import-linter checks them):
 ``controller`` (the loop, and one pass composed of the parts below) and ``dryrun`` over ``components`` (one per
@@ -11,5 +11,5 @@ desired-state function and one builder per kind) over ``rules`` (Grove's default
 Beside them: ``live`` (what a live pod says about itself), the small Kubernetes interface the reconciler needs
 (``client``) with an in-memory (``memory_client``) and a real (``rest_client``) implementation, and the
 ``grove-initc`` wait (``initc``). Does not own: scheduling (the extender), PodGang ``Scheduled``/phase/score (the
-extender's status writer), rolling updates of changed templates (not implemented).
+extender's status writer).
 """

@@ -27,6 +27,7 @@ from scheduler.reconcile.components.component import Component, ComponentKind, P
 from scheduler.reconcile.components.observed import Observed, live_scale, observe
 from scheduler.reconcile.components.registry import AFTER_STATUS, CONVERGE, TEARDOWN, pcs_components
 from scheduler.reconcile.desired.state import desired_state
+from scheduler.reconcile.desired.template_hash import pcs_hashes
 from scheduler.reconcile.rules.defaults import with_defaults
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.fields import FieldError
@@ -34,8 +35,9 @@ from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, update_erro
 from scheduler.reconcile.rules.limits import Limits
 from scheduler.reconcile.rules.topology import topology_name
 from scheduler.reconcile.rules.validation import validate
-from scheduler.reconcile.status.conditions import Clock
+from scheduler.reconcile.status.conditions import Clock, stamp
 from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
+from scheduler.reconcile.status.rollout import Rollout
 from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
 
 __all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
@@ -155,7 +157,11 @@ class Reconciler:
         if errors := self._broken_rules(raw, pcs, binding=binding, observed=observed):
             return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding, live_scale(observed, self.limits))
-        state = PassState(pcs=pcs, desired=desired, observed=observed)
+        hashes = pcs_hashes(pcs)
+        rollout = Rollout.observe(
+            pcs, generation=hashes.generation, template_hashes=hashes.templates, now=stamp(self.clock())
+        )
+        state = PassState(pcs=pcs, desired=desired, observed=observed, rollout=rollout)
         try:
             for component in self._in_order(CONVERGE):
                 outcome.writes += component.sync(state)
@@ -164,13 +170,26 @@ class Reconciler:
         outcome.gated = state.gated
         writer = StatusWriter(api=self.api, clock=self.clock)
         outcome.writes += write_clique_statuses(
-            writer, groups=state.groups, podcliques=state.podcliques, pods=state.pods_by_clique
+            writer,
+            groups=state.groups,
+            podcliques=state.podcliques,
+            pods=state.pods_by_clique,
+            plans=desired.cliques(),
+            rollout=rollout,
         )
         for component in self._in_order(AFTER_STATUS):
             outcome.writes += component.sync(state)
         outcome.requeue_after = state.requeue_after
         outcome.writes += self._reporter().accepted(
-            raw, pcs=pcs, desired=desired, gangs=state.gangs, pods_by_clique=state.pods_by_clique, binding=binding
+            raw,
+            pcs=pcs,
+            desired=desired,
+            gangs=state.gangs,
+            pods_by_clique=state.pods_by_clique,
+            podcliques=state.podcliques,
+            groups=state.groups,
+            rollout=rollout,
+            binding=binding,
         )
         return outcome
 

@@ -46,8 +46,51 @@ def test_crd_has_groves_names_and_a_scale_subresource_for_kubectl_and_hpas(
         "statusReplicasPath": ".status.replicas",
         "labelSelectorPath": selector,
     }
-    columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns[:2] == ["MinAvail", "Replicas"] and columns[-1] == "Age"
+
+
+_BREACHED = '.status.conditions[?(@.type=="MinAvailableBreached")].status'
+_PROGRESS = ".status.updateProgress."
+_AGE = ("Age", ".metadata.creationTimestamp", 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "columns"),
+    [
+        pytest.param(
+            "podclique",
+            [("MinAvail", ".spec.minAvailable", 0), ("Replicas", ".spec.replicas", 0),
+             ("Ready", ".status.readyReplicas", 0), ("Scheduled", ".status.scheduledReplicas", 0),
+             ("Updated", ".status.updatedReplicas", 0), ("Gated", ".status.scheduleGatedReplicas", 1),
+             ("MinBreached", _BREACHED, 1), _AGE],
+            id="grove.io_podcliques.yaml",
+        ),
+        pytest.param(
+            "podcliquescalinggroup",
+            [("MinAvail", ".spec.minAvailable", 0), ("Replicas", ".spec.replicas", 0),
+             ("Available", ".status.availableReplicas", 0), ("Scheduled", ".status.scheduledReplicas", 0),
+             ("Updated", ".status.updatedReplicas", 0),
+             ("PCLQs-Updated", f"{_PROGRESS}updatedPodCliquesCount", 0),
+             ("PCLQs-Total", f"{_PROGRESS}totalPodCliquesCount", 0), ("MinBreached", _BREACHED, 1), _AGE],
+            id="grove.io_podcliquescalinggroups.yaml",
+        ),
+        pytest.param(
+            "podcliqueset",
+            [("Replicas", ".spec.replicas", 0), ("Available", ".status.availableReplicas", 0),
+             ("Updated", ".status.updatedReplicas", 0),
+             ("PCLQs-Updated", f"{_PROGRESS}updatedPodCliquesCount", 0),
+             ("PCLQs-Total", f"{_PROGRESS}totalPodCliquesCount", 0),
+             ("PCSGs-Updated", f"{_PROGRESS}updatedPodCliqueScalingGroupsCount", 0),
+             ("PCSGs-Total", f"{_PROGRESS}totalPodCliqueScalingGroupsCount", 0),
+             # Not Grove's: whether the reconciler accepted the spec, which Grove's webhook would have refused.
+             ("Valid", '.status.conditions[?(@.type=="SpecValid")].status', 0), _AGE],
+            id="grove.io_podcliquesets.yaml",
+        ),
+    ],
+)  # fmt: skip
+def test_printer_columns_are_groves_once_each_in_groves_order(name: str, columns: list[tuple[str, str, int]]) -> None:
+    (version,) = _crd(name)["spec"]["versions"]
+    shipped = [(c["name"], c["jsonPath"], c.get("priority", 0)) for c in version["additionalPrinterColumns"]]
+    assert shipped == columns
 
 
 def _converged() -> InMemoryApi:

@@ -145,7 +145,8 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         assert relabelled is not None
         relabelled["spec"]["template"]["cliques"][0]["labels"] = {"tier": "leader"}  # PodClique update (PUT)
         server.apply(relabelled)
-        reconciler.reconcile("default", "multinode-aggregated")
+        for _ in range(2):  # the rolling update starts, then reaches replica 0 and rewrites its PodCliques
+            reconciler.reconcile("default", "multinode-aggregated")
         api.changes(1.0)
         stop.set()
         for thread in threads:

@@ -4,18 +4,14 @@ and `kubectl scale pclq …` behave as the guide shows."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
-from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.rest_client import KubeApi
+from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer
+from tests.reconcile.deployed import reconciling, until
 from tests.reconcile.examples import POD_NAME, example
 from tests.reconcile.kubectl import Kubectl
 
@@ -26,27 +22,8 @@ PART_OF = f"app.kubernetes.io/part-of={PCS}"
 @pytest.fixture
 def cluster() -> Iterator[tuple[FakeApiServer, Kubectl]]:
     """A fake API server with the reconciler running against it (watches and the loop), as deployed."""
-    with running() as server:
-        api = KubeApi(client.ApiClient(client.Configuration(host=server.url)), timeout=10.0)
-        stop = threading.Event()
-        threads = api.start_watches(stop)
-        loop = threading.Thread(target=Reconciler(api).run, kwargs={"stop": stop, "poll_seconds": 0.1}, daemon=True)
-        loop.start()
-        try:
-            yield server, Kubectl(server.url)
-        finally:
-            stop.set()
-            for thread in [loop, *threads]:
-                thread.join(timeout=60)
-
-
-def _until(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 60  # waiting for something that will happen: generous for a loaded machine
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("the reconciler did not get there within 60 s")
+    with reconciling() as deployed:
+        yield deployed
 
 
 def _cliques(pods: list[dict[str, Any]]) -> Counter[str]:
@@ -63,7 +40,7 @@ def test_example_3_multinode_aggregated_get_then_scale_pcsg_then_scale_pclq(
 ) -> None:
     server, kubectl = cluster
     server.apply(example(PCS))  # kubectl apply -f multi-node-aggregated.yaml
-    _until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
+    until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
     # "2 model instances, each with 1 leader + 3 workers": 2 × (1 + 3) = 8 pods, named <pcs>-0-<pcsg>-<i>-<clique>-xxxxx
     assert _cliques(kubectl.get("pods", selector=PART_OF)["pods"]) == {
         f"{PCS}-0-model-instance-0-leader": 1,
@@ -82,19 +59,19 @@ def test_example_3_multinode_aggregated_get_then_scale_pcsg_then_scale_pclq(
         "pcsg": [f"{PCS}-0-model-instance"],
         "pg": [f"{PCS}-0", f"{PCS}-0-model-instance-0"],  # instance 0 in the base gang, instance 1 scaled
     }
-    _until(lambda: kubectl.names_of("pcs,pclq,pcsg,pg") == expected)  # `kubectl get pcs,pclq,pcsg,pg`
+    until(lambda: kubectl.names_of("pcs,pclq,pcsg,pg") == expected)  # `kubectl get pcs,pclq,pcsg,pg`
 
     # kubectl scale pcsg multinode-aggregated-0-model-instance --replicas=3: a third "super-pod" of 1 + 3
     scale = kubectl.scale("pcsg", f"{PCS}-0-model-instance", replicas=3)
     assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 3
-    _until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 12)
+    until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 12)
     counts = _cliques(kubectl.get("pods", selector=PART_OF)["pods"])
     assert counts[f"{PCS}-0-model-instance-2-leader"] == 1 and counts[f"{PCS}-0-model-instance-2-worker"] == 3
-    _until(lambda: len(kubectl.names_of("pclq")["pclq"]) == 6)
-    _until(
+    until(lambda: len(kubectl.names_of("pclq")["pclq"]) == 6)
+    until(
         lambda: kubectl.names_of("pg")["pg"] == [f"{PCS}-0", f"{PCS}-0-model-instance-0", f"{PCS}-0-model-instance-1"]
     )
-    _until(lambda: kubectl.get("pcsg")["pcsg"][0].get("status", {}).get("replicas") == 3)
+    until(lambda: kubectl.get("pcsg")["pcsg"][0].get("status", {}).get("replicas") == 3)
     group_scale = kubectl.scale("pcsg", f"{PCS}-0-model-instance", replicas=3)
     assert group_scale["status"] == {
         "replicas": 3,
@@ -104,17 +81,17 @@ def test_example_3_multinode_aggregated_get_then_scale_pcsg_then_scale_pclq(
 
     # kubectl scale pclq multinode-aggregated-0-model-instance-0-worker --replicas=4: one more worker in instance 0
     kubectl.scale("pclq", f"{PCS}-0-model-instance-0-worker", replicas=4)
-    _until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 13)
+    until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 13)
     assert _cliques(kubectl.get("pods", selector=PART_OF)["pods"])[f"{PCS}-0-model-instance-0-worker"] == 4
     # The new worker joins the base gang, best-effort: the PodGroup lists 4 pods and still guarantees 3.
-    _until(lambda: _group(server, f"{PCS}-0", f"{PCS}-0-model-instance-0-worker")["podReferences"].__len__() == 4)
+    until(lambda: _group(server, f"{PCS}-0", f"{PCS}-0-model-instance-0-worker")["podReferences"].__len__() == 4)
     assert _group(server, f"{PCS}-0", f"{PCS}-0-model-instance-0-worker")["minReplicas"] == 3
     worker = next(c for c in kubectl.get("pclq")["pclq"] if c["metadata"]["name"].endswith("instance-0-worker"))
     assert worker["spec"]["replicas"] == 4
 
     # kubectl delete pcs multinode-aggregated: the operator (here the garbage collector) tears everything down
     server.delete("grove.io/v1alpha1/podcliquesets", PCS, "default")
-    _until(lambda: not server.objects(PODS))
+    until(lambda: not server.objects(PODS))
 
 
 def _group(server: FakeApiServer, gang: str, clique: str) -> dict[str, Any]:
@@ -130,13 +107,13 @@ def test_example_4_disaggregated_scales_prefill_and_decode_independently(
     name = "multinode-disaggregated"
     server.apply(example(name))
     # prefill 2 × (1 + 4) + decode 1 × (1 + 2) = 13 pods
-    _until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 13)
-    _until(lambda: kubectl.names_of("pcsg")["pcsg"] == [f"{name}-0-decode", f"{name}-0-prefill"])
+    until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 13)
+    until(lambda: kubectl.names_of("pcsg")["pcsg"] == [f"{name}-0-decode", f"{name}-0-prefill"])
     kubectl.scale("pcsg", f"{name}-0-decode", replicas=2)  # + 1 decode replica of 1 + 2
-    _until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 16)
+    until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 16)
     kubectl.scale("pcsg", f"{name}-0-prefill", replicas=1)  # − 1 prefill replica of 1 + 4
-    _until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 11)
-    _until(lambda: kubectl.names_of("pg")["pg"] == [f"{name}-0", f"{name}-0-decode-0"])
+    until(lambda: len(kubectl.get("pods", selector=f"app.kubernetes.io/part-of={name}")["pods"]) == 11)
+    until(lambda: kubectl.names_of("pg")["pg"] == [f"{name}-0", f"{name}-0-decode-0"])
 
 
 def test_a_whole_pcs_scales_through_its_scale_subresource_with_groves_pod_selector(
@@ -146,10 +123,10 @@ def test_a_whole_pcs_scales_through_its_scale_subresource_with_groves_pod_select
     # (labelSelectorPath .status.hpaPodSelector): what an HPA on a PodCliqueSet reads and writes.
     server, kubectl = cluster
     server.apply(example(PCS))
-    _until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
+    until(lambda: len(kubectl.get("pods", selector=PART_OF)["pods"]) == 8)
     selector = f"app.kubernetes.io/managed-by=grove-operator,{PART_OF}"
-    _until(lambda: kubectl.get("pcs")["pcs"][0].get("status", {}).get("hpaPodSelector") == selector)
+    until(lambda: kubectl.get("pcs")["pcs"][0].get("status", {}).get("hpaPodSelector") == selector)
     scale = kubectl.scale("pcs", PCS, replicas=2)
     assert scale["status"]["selector"] == selector
-    _until(lambda: len(kubectl.get("pods", selector=selector)["pods"]) == 16)  # the selector finds every pod
+    until(lambda: len(kubectl.get("pods", selector=selector)["pods"]) == 16)  # the selector finds every pod
     assert {p["metadata"]["labels"]["grove.io/podcliqueset-replica-index"] for p in server.objects(PODS)} == {"0", "1"}

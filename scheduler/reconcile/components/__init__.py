@@ -6,7 +6,8 @@ order a pass runs them in (``registry``); what exists when a pass begins (``obse
 component converges its kind (``converge``); and the components themselves — ``scaling_group``, ``podclique``,
 ``headless_service``, ``hpa``, ``service_account``, ``role``, ``role_binding``, ``sa_token_secret``,
 ``resource_claim``, ``compute_domain`` (MNNVL), ``pod``, ``podgang``, ``scheduling_gate`` and ``pcs_replica`` (gang
-termination, with its pure decision in ``gang_termination``).
+termination and the rolling update's next replica, with their pure decisions in ``gang_termination`` and
+``rolling_update``).
 Does not own: what the objects should be (``desired`` builds them), the rules a PodCliqueSet must meet first
 (``rules``), or status (``status``); the controller composes them.
 """

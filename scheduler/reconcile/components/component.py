@@ -16,6 +16,7 @@ from scheduler.reconcile.client import KubeObject
 from scheduler.reconcile.components.observed import Observed
 from scheduler.reconcile.desired.state import Desired
 from scheduler.reconcile.rules.fields import FieldError
+from scheduler.reconcile.status.rollout import Rollout
 
 __all__ = ["Component", "ComponentKind", "PassState", "Refused"]
 
@@ -56,6 +57,7 @@ class PassState:
     pcs: PodCliqueSet  # defaulted and valid
     desired: Desired
     observed: Observed  # what existed when the pass began
+    rollout: Rollout  # the update record: which template each PCS replica carries; ``pcs_replica`` moves it on
     groups: dict[str, KubeObject] = field(default_factory=dict)  # PodCliqueScalingGroups by name
     podcliques: dict[str, KubeObject] = field(default_factory=dict)
     pods_by_clique: dict[str, list[KubeObject]] = field(default_factory=dict)  # kept pods by PodClique, by index

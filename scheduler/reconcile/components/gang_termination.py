@@ -20,6 +20,7 @@ from typing import Any
 from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG, LABEL_PCSG_REPLICA_INDEX
 from scheduler.reconcile.status.cliques import BREACHED, IN_PROGRESS, SCHEDULED
 from scheduler.reconcile.status.conditions import condition_of
+from scheduler.reconcile.status.updates import updating
 
 __all__ = ["Recycle", "recycle"]
 
@@ -33,6 +34,7 @@ class Recycle:
     pcs_replicas: tuple[int, ...] = ()
     group_replicas: tuple[tuple[str, int], ...] = ()  # (PodCliqueScalingGroup FQN, group replica index)
     waiting: dict[str, float] = field(default_factory=dict)  # breached object → seconds until it is recycled
+    breached: tuple[int, ...] = ()  # PCS replicas with a standalone PodClique or group breached, not yet recycled
 
     def podcliques(self, cliques: Iterable[Mapping[str, Any]]) -> list[str]:
         """The PodCliques to delete among ``cliques``."""
@@ -89,6 +91,7 @@ def recycle(
     whole: list[int] = []
     single: list[tuple[str, int]] = []
     waiting: dict[str, float] = {}
+    breached_replicas: list[int] = []
     for replica in range(pcs_replicas):
         if replica in skip:
             continue
@@ -101,7 +104,11 @@ def recycle(
             whole.append(replica)
             continue
         waiting.update({name: delay_seconds - seconds for name, seconds in breached})
+        if breached:
+            breached_replicas.append(replica)
         for group in groups.get(replica, []):
+            if updating((group.get("status") or {}).get("updateProgress")):
+                continue  # as Grove: a group being updated is not recycled replica by replica meanwhile
             name, spec = group["metadata"]["name"], group["spec"]
             by_index: dict[int, list[float]] = {}
             for clique in group_cliques.get(name, []):
@@ -113,7 +120,9 @@ def recycle(
                 continue  # the group itself is breached: that is the whole replica's rule above
             single += [(name, index) for index in due]
             waiting.update({f"{name}-{i}": delay_seconds - max(t) for i, t in by_index.items() if i not in due})
-    return Recycle(pcs_replicas=tuple(whole), group_replicas=tuple(single), waiting=waiting)
+    return Recycle(
+        pcs_replicas=tuple(whole), group_replicas=tuple(single), waiting=waiting, breached=tuple(breached_replicas)
+    )
 
 
 def _in_progress(group: Mapping[str, Any]) -> bool:

@@ -5,6 +5,12 @@ Level-triggered and idempotent: pods are recognised by their PodClique and pod-i
 remembered, so a restart neither duplicates nor loses one. Scale-out fills the lowest free indices (as Grove
 does); scale-in removes pods in Grove's deletion order (``deletionsort.go``): terminating, then unscheduled,
 pending, not ready, of an old template, newest first — the pods that cost least to lose go first.
+
+A rolling update replaces the PCS replica it has reached gang by gang, each gang whole: every pod of a gang holding
+a pod of another template than its PodClique's is deleted at once, and the gang's pods are created again, together,
+only once none of the old ones is left (not even terminating). So old and new pods never share a gang, the new
+PodGang is placed whole, and its capacity is free when it is. (Grove replaces a standalone PodClique's pods one at a
+time, so its base PodGang holds both templates for a while; its scaling-group replicas are recreated whole, as here.)
 """
 
 from __future__ import annotations
@@ -80,7 +86,11 @@ class Pods:
         """Leaves each PodClique's kept pods, by index, in ``state.pods_by_clique``; raises ``PodRefused`` when the
         API server refuses a pod built from a clique's pod spec."""
         state.pods_by_clique, writes = self._sync(
-            state.pcs, cliques=state.desired.cliques(), podcliques=state.podcliques, pods=state.observed.pods
+            state.pcs,
+            cliques=state.desired.cliques(),
+            podcliques=state.podcliques,
+            pods=state.observed.pods,
+            replacing=state.rollout.updating,
         )
         return writes
 
@@ -95,7 +105,9 @@ class Pods:
         cliques: Mapping[str, CliquePlan],
         podcliques: Mapping[str, KubeObject],
         pods: list[KubeObject],
+        replacing: int | None,
     ) -> tuple[dict[str, list[KubeObject]], int]:
+        """``replacing``: the PCS replica a rolling update is replacing, if any."""
         writes = 0
         namespace = pcs.metadata.namespace
         by_clique: dict[str, dict[int, KubeObject]] = {fqn: {} for fqn in cliques}
@@ -112,6 +124,17 @@ class Pods:
             elif not is_terminating(pod):
                 self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                 writes += 1
+        held: set[str] = set()  # PodCliques of gangs being replaced: no pod is created for them in this pass
+        if replacing is not None:
+            held = _replaced_cliques(cliques, podcliques=podcliques, pods=pods, replica=replacing)
+            for fqn in sorted(held):
+                for index, pod in list(by_clique[fqn].items()):
+                    if not is_terminating(pod):
+                        self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
+                        writes += 1
+                    del by_clique[fqn][index]
+            if held:
+                log.info("replacing gangs pcs=%s/%s replica=%d", namespace, pcs.metadata.name, replacing)
         result: dict[str, list[KubeObject]] = {}
         for fqn, plan in cliques.items():
             kept = by_clique[fqn]
@@ -123,7 +146,7 @@ class Pods:
                     self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                     writes += 1
                     del kept[_index(pod["metadata"]["labels"][LABEL_POD_INDEX]) or 0]
-            elif excess < 0 and podclique is not None:
+            elif excess < 0 and podclique is not None and fqn not in held:
                 free = (index for index in range(plan.replicas + len(kept)) if index not in kept)
                 for index in [next(free) for _ in range(-excess)]:  # lowest free indices first
                     kept[index] = self._create(pcs, plan, podclique, index)
@@ -163,6 +186,29 @@ class Pods:
             log.info("created pod=%s/%s gang=%s index=%d", pcs.metadata.namespace, name, plan.gang, index)
             return created
         raise AssertionError("unreachable")
+
+
+def _replaced_cliques(
+    cliques: Mapping[str, CliquePlan], *, podcliques: Mapping[str, KubeObject], pods: list[KubeObject], replica: int
+) -> set[str]:
+    """The PodCliques of every gang of PCS replica ``replica`` that still holds a pod, terminating or not, of
+    another template than its PodClique's: those gangs are replaced whole."""
+    gangs: set[str] = set()
+    for pod in pods:
+        plan = cliques.get((pod["metadata"].get("labels") or {}).get(LABEL_PODCLIQUE, ""))
+        podclique = podcliques.get(plan.fqn) if plan is not None else None
+        if (
+            plan is not None
+            and podclique is not None
+            and plan.pcs_replica == replica
+            and _template(pod) != _template(podclique)
+        ):
+            gangs.add(plan.gang)
+    return {fqn for fqn, plan in cliques.items() if plan.gang in gangs}
+
+
+def _template(obj: Mapping[str, Any]) -> str:
+    return str((obj["metadata"].get("labels") or {}).get(LABEL_TEMPLATE_HASH, ""))
 
 
 def _index(text: str | None) -> int | None:

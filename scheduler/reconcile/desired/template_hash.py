@@ -10,6 +10,8 @@ d8f796a's ``format.go``) over the Go types of k8s.io/api v0.35.5 (``go_types.jso
 and decodes the pod spec's JSON the way Go's decoder fills those structs: absent is nil or zero, ``[]`` is an empty
 non-nil slice, quantities are parsed as ``resource.ParseQuantity`` stores them, IntOrString by its JSON kind.
 Before that, Grove's CRD defaults that change a Go value are applied, as the API server would have (``_CRD_DEFAULTS``).
+The PodCliqueSet's generation hash (``generation_hash``), which starts a rolling update when it changes, is the same
+hash over every clique template's dump in turn.
 
 Exact except where Go's values cannot be known without running Go: a quantity that needs an arbitrary-precision
 decimal (a fractional binary suffix such as ``1.5Gi``, or more digits than an int64 holds) is printed from our own
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -27,7 +30,15 @@ from typing import Any
 from api.grove import PodCliqueSet, PodCliqueTemplate
 from scheduler.reconcile.desired.go_quantity import quantity_fields
 
-__all__ = ["dump_for_hash", "fnv64a", "safe_encode", "template_hash", "template_hashes"]
+__all__ = [
+    "PodCliqueSetHashes",
+    "dump_for_hash",
+    "fnv64a",
+    "generation_hash",
+    "pcs_hashes",
+    "safe_encode",
+    "template_hash",
+]
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -221,7 +232,9 @@ def dump_for_hash(template: Mapping[str, Any]) -> str:
     return "".join(spew.out)
 
 
-def template_hash(template: PodCliqueTemplate, priority_class_name: str | None) -> str:
+def _template_dump(template: PodCliqueTemplate, priority_class_name: str | None) -> str:
+    """The dump Grove hashes for one clique template: its labels, annotations and pod spec, with the PodCliqueSet's
+    ``priorityClassName``, as a ``PodTemplateSpec``."""
     spec = json.loads(json.dumps(template.spec.podSpec))  # a private deep copy
     for path in _CRD_DEFAULTS:
         _apply_defaults(spec, path)
@@ -231,12 +244,39 @@ def template_hash(template: PodCliqueTemplate, priority_class_name: str | None) 
     for key in ("labels", "annotations"):
         if key in template.model_fields_set:
             metadata[key] = getattr(template, key)
-    dump = dump_for_hash({"metadata": metadata, "spec": spec})
-    return safe_encode(str(fnv64a(dump.encode())))
+    return dump_for_hash({"metadata": metadata, "spec": spec})
 
 
-def template_hashes(pcs: PodCliqueSet) -> dict[str, str]:
-    """Each clique template's hash, by clique name: one dump per template, not one per PodClique (a 100-replica
-    PodCliqueSet has hundreds of PodCliques and a handful of templates)."""
+def _hash(*dumps: str) -> str:
+    """Grove's ``ComputeHash``: every dump into one FNV-64a, in order, with nothing
+    between them; the decimal sum, safe-encoded."""
+    return safe_encode(str(fnv64a("".join(dumps).encode())))
+
+
+def template_hash(template: PodCliqueTemplate, priority_class_name: str | None) -> str:
+    """Grove's ``grove.io/pod-template-hash`` of one clique template (``ComputePCLQPodTemplateHash``)."""
+    return _hash(_template_dump(template, priority_class_name))
+
+
+@dataclass(frozen=True)
+class PodCliqueSetHashes:
+    templates: dict[str, str]  # each clique template's pod-template hash, by clique name
+    generation: str  # the PodCliqueSet's generation hash
+
+
+def pcs_hashes(pcs: PodCliqueSet) -> PodCliqueSetHashes:
+    """Each clique template's hash and the generation hash, from one dump per template: not one per PodClique (a
+    100-replica PodCliqueSet has hundreds of PodCliques and a handful of templates), nor one per hash."""
     priority = pcs.spec.template.priorityClassName
-    return {clique.name: template_hash(clique, priority) for clique in pcs.spec.template.cliques}
+    dumps = {clique.name: _template_dump(clique, priority) for clique in pcs.spec.template.cliques}
+    return PodCliqueSetHashes(
+        templates={name: _hash(dump) for name, dump in dumps.items()}, generation=_hash(*dumps.values())
+    )
+
+
+def generation_hash(pcs: PodCliqueSet) -> str:
+    """Grove's ``status.currentGenerationHash`` (``computeGenerationHash``): every clique template's dump, in
+    template order, into one hash. Only what a pod is made of counts, so a change to it (an image, an env var, a
+    label of the template, the priority class) starts a rolling update, and a change to anything else (replicas,
+    ``terminationDelay``) does not."""
+    return pcs_hashes(pcs).generation

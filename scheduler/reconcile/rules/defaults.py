@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from api.grove import PodCliqueSet
 
-__all__ = ["DEFAULT_STARTUP_TYPE", "DEFAULT_TERMINATION_DELAY", "with_defaults"]
+__all__ = [
+    "DEFAULT_STARTUP_TYPE",
+    "DEFAULT_TERMINATION_DELAY",
+    "ON_DELETE",
+    "ROLLING_RECREATE",
+    "UPDATE_STRATEGIES",
+    "with_defaults",
+]
 
+ROLLING_RECREATE = "RollingRecreate"  # the default: Grove replaces replicas one at a time when the template changes
+ON_DELETE = "OnDelete"  # pods change only when someone deletes them
+UPDATE_STRATEGIES = (ROLLING_RECREATE, ON_DELETE)
 DEFAULT_STARTUP_TYPE = "CliqueStartupTypeAnyOrder"
 DEFAULT_TERMINATION_DELAY = "4h"
 DEFAULT_GRACE_SECONDS = 30
@@ -20,9 +30,9 @@ def with_defaults(pcs: PodCliqueSet) -> PodCliqueSet:
     out = pcs.model_copy(deep=True)
     spec = out.spec
     if spec.updateStrategy is None:
-        spec.updateStrategy = {"type": "RollingRecreate"}
+        spec.updateStrategy = {"type": ROLLING_RECREATE}
     else:
-        spec.updateStrategy.setdefault("type", "RollingRecreate")
+        spec.updateStrategy.setdefault("type", ROLLING_RECREATE)
     template = spec.template
     template.cliqueStartupType = template.cliqueStartupType or DEFAULT_STARTUP_TYPE
     template.terminationDelay = template.terminationDelay or DEFAULT_TERMINATION_DELAY

@@ -8,10 +8,12 @@ already carry Grove's defaults (``defaults.with_defaults``), as the webhook sees
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodCliqueTemplate
+from scheduler.reconcile.rules.defaults import UPDATE_STRATEGIES
 from scheduler.reconcile.rules.fields import (
     FieldError,
     dns_subdomain_error,
@@ -52,6 +54,11 @@ def validate(
         errors.append(FieldError("metadata.name", problem))
     if pcs.spec.replicas < 0:
         errors.append(FieldError("spec.replicas", f"must be ≥ 0 (got {pcs.spec.replicas})"))
+    strategy = (pcs.spec.updateStrategy or {}).get("type")
+    if strategy not in UPDATE_STRATEGIES:  # the CRD's enum, in the API server's words
+        supported = ", ".join(f'"{name}"' for name in UPDATE_STRATEGIES)
+        message = f"Unsupported value: {json.dumps(strategy)}: supported values: {supported}"
+        errors.append(FieldError("spec.updateStrategy.type", message))
     template = pcs.spec.template
     if template.cliqueStartupType not in STARTUP_TYPES:
         errors.append(FieldError(f"{_TEMPLATE}.cliqueStartupType", f"must be one of {', '.join(STARTUP_TYPES)}"))

@@ -4,14 +4,20 @@ condition's status flips and conditions others wrote (the extender's, on a PodGa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.reconcile.client import KubeObject
 
-__all__ = ["Clock", "condition", "condition_of", "merge_conditions"]
+__all__ = ["Clock", "condition", "condition_of", "merge_conditions", "stamp"]
 
 Clock = Callable[[], datetime]
+
+
+def stamp(now: datetime) -> str:
+    """``now`` as a ``metav1.Time`` is written: RFC 3339, whole seconds, UTC."""
+    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)  # a naive clock is read as UTC
+    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def condition(type_: str, status: str, *, reason: str, message: str) -> KubeObject:

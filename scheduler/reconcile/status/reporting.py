@@ -17,7 +17,10 @@ from scheduler.reconcile.rules.fields import FieldError
 from scheduler.reconcile.rules.immutability import SHAPE_STATUS_KEY, shape
 from scheduler.reconcile.rules.topology import levels_condition
 from scheduler.reconcile.status.conditions import Clock, condition, merge_conditions
+from scheduler.reconcile.status.patch import status_patch
 from scheduler.reconcile.status.podcliqueset import CONDITION_SPEC_VALID, pcs_status
+from scheduler.reconcile.status.rollout import Rollout
+from scheduler.reconcile.status.updates import pcs_update
 
 __all__ = ["PodCliqueSetStatusReporter"]
 
@@ -37,9 +40,13 @@ class PodCliqueSetStatusReporter:
         desired: Desired,
         gangs: Mapping[str, KubeObject],
         pods_by_clique: Mapping[str, list[KubeObject]],
+        podcliques: Mapping[str, KubeObject],
+        groups: Mapping[str, KubeObject],
+        rollout: Rollout,
         binding: ClusterTopologyBinding | None,
     ) -> int:
-        """Write the status of a valid PodCliqueSet; returns the number of writes (0 or 1)."""
+        """Write the status of a valid PodCliqueSet; returns the number of writes (0 or 1). ``podcliques`` and
+        ``groups`` carry this pass's status; ``rollout`` is the update record as this pass leaves it."""
         status = pcs_status(
             name=pcs.metadata.name,
             generation=pcs.metadata.generation,
@@ -48,6 +55,7 @@ class PodCliqueSetStatusReporter:
             podgangs=gangs,
             pods_by_clique=pods_by_clique,
         )
+        status.update(_update_status(desired, podcliques=podcliques, groups=groups, rollout=rollout))
         status[SHAPE_STATUS_KEY] = shape(pcs)  # what later specs are held to (Grove's update rules)
         wanted = [condition(CONDITION_SPEC_VALID, "True", reason="Valid", message="")]
         if levels := levels_condition(pcs, binding):
@@ -77,9 +85,38 @@ class PodCliqueSetStatusReporter:
     def _patch(self, raw: KubeObject, fields: KubeObject, wanted: list[KubeObject]) -> int:
         current = raw.get("status") or {}
         conditions = merge_conditions(current.get("conditions") or [], wanted, now=self.clock().isoformat())
-        status = {**fields, "conditions": conditions}
-        if all(current.get(key) == value for key, value in status.items()):
+        patch = status_patch(current, {**fields, "conditions": conditions})
+        if patch is None:
             return 0
         meta = raw["metadata"]
-        self.api.patch_podcliqueset_status(meta.get("namespace", ""), meta["name"], status=status)
+        self.api.patch_podcliqueset_status(meta.get("namespace", ""), meta["name"], status=patch)
         return 1
+
+
+def _update_status(
+    desired: Desired, *, podcliques: Mapping[str, KubeObject], groups: Mapping[str, KubeObject], rollout: Rollout
+) -> KubeObject:
+    """``currentGenerationHash``, ``updatedReplicas`` and ``updateProgress`` with Grove's counts in it (the
+    counts only once an update has begun, as in Grove)."""
+    standalone: dict[int, list[str]] = {}
+    hashes: dict[str, str] = {}
+    for plan in desired.cliques().values():
+        if plan.group is None:
+            standalone.setdefault(plan.pcs_replica, []).append(plan.fqn)
+            hashes[plan.fqn] = rollout.template_hashes[plan.template.name]
+    scaling: dict[int, list[str]] = {}
+    for group in desired.groups:
+        scaling.setdefault(group.pcs_replica, []).append(group.fqn)
+    updated, counts = pcs_update(
+        generation=rollout.generation,
+        template_hashes=hashes,
+        standalone=standalone,
+        groups=scaling,
+        podcliques=podcliques,
+        scaling_groups=groups,
+    )
+    status = rollout.status()
+    status["updatedReplicas"] = updated
+    if "updateProgress" in status:
+        status["updateProgress"].update(counts)
+    return status

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from api.grove import LABEL_PCSG
+from api.grove import LABEL_PCS_REPLICA_INDEX, LABEL_PCSG
 from scheduler.reconcile.client import KubeObject, ReconcileApi, StatusKind
+from scheduler.reconcile.desired.state import CliquePlan
 from scheduler.reconcile.status.cliques import BREACHED, IN_PROGRESS, pcsg_status, podclique_status
-from scheduler.reconcile.status.conditions import Clock, condition_of, merge_conditions
+from scheduler.reconcile.status.conditions import Clock, condition_of, merge_conditions, stamp
+from scheduler.reconcile.status.patch import status_patch
+from scheduler.reconcile.status.rollout import Rollout
 
 __all__ = ["StatusWriter", "write_clique_statuses"]
 
@@ -32,15 +35,15 @@ class StatusWriter:
         conditions = merge_conditions(
             current.get("conditions") or [], wanted["conditions"], now=self.clock().isoformat()
         )
-        status = {**wanted, "conditions": conditions}
-        if all(current.get(key) == value for key, value in status.items()):
+        patch = status_patch(current, {**wanted, "conditions": conditions})
+        if patch is None:
             return obj, 0
         meta = obj["metadata"]
         updated = self.api.patch_status(
             kind,
             namespace=meta["namespace"],
             name=meta["name"],
-            status=status,
+            status=patch,
             resource_version=meta["resourceVersion"],
         )
         return updated, 1
@@ -52,20 +55,36 @@ def write_clique_statuses(
     groups: dict[str, KubeObject],
     podcliques: dict[str, KubeObject],
     pods: Mapping[str, list[KubeObject]],
+    plans: Mapping[str, CliquePlan],
+    rollout: Rollout,
 ) -> int:
     """Every PodClique's status, then every scaling group's (which reads its PodCliques'); ``groups`` and
-    ``podcliques`` are updated in place to the written objects, for what reads them later in the pass. Returns the
-    writes issued."""
+    ``podcliques`` are updated in place to the written objects, for what reads them later in the pass; ``plans``:
+    the desired PodCliques by name; ``rollout``: the PodCliqueSet's update record. Returns the writes issued."""
     writes = 0
+    now = stamp(writer.clock())
     for name, clique in podcliques.items():
-        podcliques[name], written = writer.write("PodClique", clique, podclique_status(clique, pods.get(name, [])))
+        plan = plans[name]
+        wanted = podclique_status(
+            clique,
+            pods.get(name, []),
+            target=rollout.target(plan.pcs_replica, now=now),
+            template_hash=rollout.template_hashes[plan.template.name],
+        )
+        podcliques[name], written = writer.write("PodClique", clique, wanted)
         writes += written
     members: dict[str, list[KubeObject]] = {}
     for clique in podcliques.values():
         if group := (clique["metadata"].get("labels") or {}).get(LABEL_PCSG):
             members.setdefault(group, []).append(clique)
     for name, group in groups.items():
-        wanted = pcsg_status(group, members.get(name, []))
+        replica = int((group["metadata"].get("labels") or {}).get(LABEL_PCS_REPLICA_INDEX, -1))
+        wanted = pcsg_status(
+            group,
+            members.get(name, []),
+            target=rollout.target(replica, now=now),
+            template_hashes=rollout.template_hashes,
+        )
         breached = next(c for c in wanted["conditions"] if c["type"] == BREACHED)
         in_progress = condition_of(group, IN_PROGRESS)
         if breached["status"] == "False" and in_progress is not None:

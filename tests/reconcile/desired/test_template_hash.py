@@ -8,13 +8,24 @@ types, unexported fields, and go-spew's quirk of printing no type after a slice 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from api.grove import PodCliqueTemplate
-from scheduler.reconcile.desired.template_hash import _Spew, dump_for_hash, fnv64a, safe_encode, template_hash
+from scheduler.reconcile.desired.template_hash import (
+    _Spew,
+    _template_dump,
+    dump_for_hash,
+    fnv64a,
+    generation_hash,
+    pcs_hashes,
+    safe_encode,
+    template_hash,
+)
 from tests.conftest import FIXTURES
+from tests.reconcile.examples import example, pcs_model
 
 _INNER = {"kind": "struct", "fields": [{"name": "Name", "type": "string", "json": "name"},
                                        {"name": "Val", "type": "*int64", "json": "val"}]}  # fmt: skip
@@ -128,3 +139,44 @@ def test_dump_of_a_pod_template_spec_matches_go_spew_over_the_v0_35_5_structs() 
         },
     }
     assert dump_for_hash(some) == golden[1]
+
+
+def test_generation_hash_is_groves_compute_hash_over_every_clique_template_in_order() -> None:
+    # Grove's computeGenerationHash (podcliqueset/reconcilespec.go) hands every clique's PodTemplateSpec to the one
+    # ComputeHash (internal/utils/kubernetes/pod.go), which writes each dump into a single FNV-64a in turn.
+    pcs = pcs_model(example("training-scaled"))
+    hashes = pcs_hashes(pcs)
+    priority = pcs.spec.template.priorityClassName
+    dumps = [_template_dump(clique, priority) for clique in pcs.spec.template.cliques]
+    assert hashes.generation == safe_encode(str(fnv64a("".join(dumps).encode())))
+    assert hashes.templates == {c.name: template_hash(c, priority) for c in pcs.spec.template.cliques}
+    alone = pcs_model(example("training-scaled"))
+    alone.spec.template.cliques = alone.spec.template.cliques[:1]
+    alone.spec.template.podCliqueScalingGroups = []
+    # One template: the generation hash is that clique's pod-template hash (the same ComputeHash of one dump).
+    assert generation_hash(alone) == template_hash(alone.spec.template.cliques[0], priority)
+
+
+@pytest.mark.parametrize(
+    ("edit", "changes"),
+    [
+        pytest.param(lambda d: d["spec"]["template"]["cliques"][2]["spec"]["podSpec"]["containers"][0].update(
+            image="training/worker:v2"), True, id="an image"),
+        pytest.param(lambda d: d["spec"]["template"]["cliques"][0].update(labels={"tier": "ps"}), True,
+                     id="a template label"),
+        pytest.param(lambda d: d["spec"]["template"].update(priorityClassName="high"), True, id="the priority class"),
+        pytest.param(lambda d: d["spec"]["template"]["cliques"].reverse(), True, id="the clique order"),
+        pytest.param(lambda d: d["spec"].update(replicas=5), False, id="replicas"),
+        pytest.param(lambda d: d["spec"]["template"]["cliques"][2]["spec"].update(replicas=6), False,
+                     id="a clique's replicas"),
+        pytest.param(lambda d: d["spec"]["template"].update(terminationDelay="1h"), False, id="terminationDelay"),
+        pytest.param(lambda d: d["spec"].update(updateStrategy={"type": "OnDelete"}), False, id="the strategy"),
+    ],
+)  # fmt: skip
+def test_generation_hash_changes_with_what_pods_are_made_of_and_nothing_else(
+    edit: Callable[[dict[str, Any]], None], changes: bool
+) -> None:
+    document = example("training-scaled")
+    before = generation_hash(pcs_model(document))
+    edit(document)
+    assert (generation_hash(pcs_model(document)) != before) is changes
