@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 DEBUG_PORT ?= 8889
 
-.PHONY: run test lint typecheck layers unit e2e clean
+.PHONY: run test lint typecheck layers unit e2e lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,bench,certs]'
 	touch $@ $(VENV)/.installed
+
+$(VENV)/.installed-lock: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[lock]'
+	touch $@
+
+# requirements.lock: the runtime dependencies of pyproject.toml (no extras) and the build backend, pinned with every
+# file's hash, for the image's `pip install --require-hashes` (deploy/Dockerfile). Run it after changing a dependency;
+# pins already in the file are kept unless pyproject.toml rules them out (add --upgrade to move them). Resolved from
+# the public index alone: no local pip configuration (extra indexes, find-links) leaks into it.
+lock: $(VENV)/.installed-lock
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null \
+	  $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --build-deps-for=wheel --strip-extras \
+	  --no-emit-index-url --no-emit-find-links --output-file=requirements.lock pyproject.toml
 
 # The extender over the demo snapshot (binds are applied in memory), plain HTTP on loopback, with the debug port on;
 # the curl posts a filter for a demo pod the way kube-scheduler does in node-names mode.

@@ -90,6 +90,7 @@ class ControlPlane:
     token_controller: TokenController | None = None
     extender: Extender | None = None
     reconciler: Child | None = None
+    reconciler_probe_port: int = 0
     scheduler: Child | None = None
     default_scheduler: Child | None = None
     kubeconfigs: dict[str, Path] = field(default_factory=dict)
@@ -139,7 +140,7 @@ class ControlPlane:
                     stand_in.start()
             if components and installed:
                 plane.start_extender()
-                plane.start_reconciler()
+                plane.start_reconciler(wait=True)
                 plane.start_scheduler()
             yield plane
         finally:
@@ -225,14 +226,43 @@ class ControlPlane:
             time.sleep(0.2)
         raise RuntimeError(f"the extender was not ready within {timeout:g} s; see {self.extender.child.log}")
 
-    def start_reconciler(self, *, extra: tuple[str, ...] = ()) -> Child:
+    def start_reconciler(self, *, extra: tuple[str, ...] = (), wait: bool = False) -> Child:
         """``grove-extender reconcile`` as the Deployment runs it, as ServiceAccount ``grove-reconciler``; ``extra``
-        flags appended (``--mnnvl`` for a test that turns one rule of its role off)."""
+        flags appended (``--mnnvl`` or ``--namespace`` for a test that changes its rights). ``wait``: until its
+        ``/readyz`` answers 200 (every informer listed once)."""
         kubeconfig = self.account_kubeconfig("grove-reconciler")
         deployment = self.installed_object("deployment", "grove-reconciler")
-        argv = components.reconciler_argv(grove_extender(), deployment=deployment, kubeconfig=kubeconfig)
+        self.reconciler_probe_port = port = free_port()
+        argv = components.reconciler_argv(
+            grove_extender(), deployment=deployment, kubeconfig=kubeconfig, probe_port=port
+        )
         self.reconciler = self.supervisor.start("reconciler", [*argv, *extra])
+        if wait:
+            self.wait_reconciler_ready()
         return self.reconciler
+
+    def reconciler_probe(self, path: str) -> tuple[int, str]:
+        """GET ``/healthz`` or ``/readyz`` on the reconciler's probe port: (status, body)."""
+        try:
+            url = f"http://127.0.0.1:{self.reconciler_probe_port}{path}"
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return int(reply.status), reply.read().decode()
+        except urllib.error.HTTPError as err:
+            return int(err.code), err.read().decode()
+
+    def wait_reconciler_ready(self, *, timeout: float = 60.0) -> None:
+        assert self.reconciler is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.reconciler.alive():
+                raise RuntimeError(f"the reconciler exited; see {self.reconciler.log}")
+            try:
+                if self.reconciler_probe("/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the reconciler was not ready within {timeout:g} s; see {self.reconciler.log}")
 
     def restart_reconciler(self) -> Child:
         assert self.reconciler is not None

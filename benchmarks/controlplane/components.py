@@ -8,7 +8,8 @@ moved into the folder that stands in for that volume. Then, per component, only 
 - the extender: ``--in-cluster`` becomes ``--kubeconfig`` (a ServiceAccount token of ``grove-extender``), and it
   listens on free loopback ports (the Deployment's ports are fixed, and other control planes share the machine),
   with ``--debug-port`` added for ``/metrics``;
-- the reconciler: ``--kubeconfig`` (a token of ``grove-reconciler``); ``--initc-image`` as its env gives it;
+- the reconciler: ``--kubeconfig`` (a token of ``grove-reconciler``), its probes on a free loopback port, and
+  ``--initc-image`` as its env gives it;
 - kube-scheduler: ``clientConnection.kubeconfig`` (a token of ``grove-scheduler``), the extender's ``urlPrefix`` on
   loopback with ``tlsConfig.serverName`` set to the Service name the URL had (the extender's certificate is issued
   for that name, and verification must still check it), and a free ``--secure-port``.
@@ -122,12 +123,19 @@ def extender_argv(
     return [*argv, *extra]
 
 
-def reconciler_argv(executable: str, *, deployment: Object, kubeconfig: Path) -> list[str]:
+def reconciler_argv(executable: str, *, deployment: Object, kubeconfig: Path, probe_port: int) -> list[str]:
     spec = container(deployment)
     argv = _kubelet_argv(spec, mounts={}, env={})
     if argv[0] != "grove-extender":
         raise LookupError(f"the reconciler's Deployment runs {argv[0]!r}, not grove-extender")
-    return _replace_flag([executable, *argv[1:]], "--kubeconfig", str(kubeconfig))
+    argv = [executable, *argv[1:]]
+    for flag, value in (
+        ("--kubeconfig", str(kubeconfig)),
+        ("--probe-port", str(probe_port)),
+        ("--probe-host", "127.0.0.1"),
+    ):
+        argv = _replace_flag(argv, flag, value)
+    return argv
 
 
 def _loopback_extender(entry: dict[str, Any], *, url: str, client: Path, mount_path: str) -> dict[str, Any]:

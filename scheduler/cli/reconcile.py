@@ -36,7 +36,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or, with --dry-run, print the objects it would create for a PodCliqueSet file on an empty cluster.",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the pod's service account)")
-    parser.add_argument("--namespace", help="only this namespace (default: all)")
+    parser.add_argument(
+        "--namespace",
+        help="list, watch and write only in this namespace: a Role there is all it needs "
+        "(deploy/reconciler-rbac-namespaced.yaml; default: every namespace)",
+    )
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
     parser.add_argument(
         "--default-scheduler-profile",
@@ -51,6 +55,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "replica and grove.io/mnnvl-group, claimed by its GPU pods; needs the NVIDIA DRA driver's ComputeDomain CRD",
     )
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
+    parser.add_argument(
+        "--probe-port",
+        type=int,
+        help="serve /healthz (loop and watches alive) and /readyz (informers synced) in plain HTTP on this port "
+        "(default: not served)",
+    )
+    parser.add_argument(
+        "--probe-host",
+        default="127.0.0.1",
+        help="address of --probe-port (default: %(default)s; the kubelet probes the pod's address: 0.0.0.0 there)",
+    )
     parser.add_argument(
         "--initc-image",
         default=DEFAULT_INITC_IMAGE,
@@ -154,6 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
     from scheduler.kube.connect import ConnectError, load_api_client
     from scheduler.reconcile.client import ApiError
     from scheduler.reconcile.controller import Reconciler
+    from scheduler.reconcile.health import Health, HealthServer
     from scheduler.reconcile.rest_client import KubeApi
 
     try:
@@ -179,7 +195,18 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    api.start_watches(stop)
+    health = Health()
+    server: HealthServer | None = None
+    if args.probe_port is not None:
+        try:  # before any watch starts: a port that cannot be had is one line and exit 2, not a half-started process
+            server = HealthServer(health, host=args.probe_host, port=args.probe_port)
+        except OSError as err:
+            where = f"{args.probe_host}:{args.probe_port}"
+            print(f"reconcile: --probe-port {where}: {err.strerror or err}", file=sys.stderr)
+            return 2
+    health.watching(api.start_watches(stop, on_synced=health.synced))
+    if server is not None:
+        server.start()
     log.info("reconciler started namespace=%s scheduler=%s", args.namespace or "*", args.scheduler_name)
     reconciler = Reconciler(
         api,
@@ -188,5 +215,9 @@ def _serve(args: argparse.Namespace) -> int:
         limits=Limits(replicas=args.max_replicas, pods=args.max_pods),
         features=_features(args),
     )
-    reconciler.run(stop=stop, resync_seconds=args.resync_seconds)
+    try:
+        reconciler.run(stop=stop, resync_seconds=args.resync_seconds, on_tick=health.tick)
+    finally:
+        if server is not None:
+            server.stop()
     return 0

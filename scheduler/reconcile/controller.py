@@ -16,6 +16,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -101,8 +102,18 @@ class Reconciler:
                 return rounds
         raise RuntimeError(f"no convergence after {max_rounds} rounds: {sorted(pending)}")
 
-    def run(self, *, stop: threading.Event, resync_seconds: float = 60.0, poll_seconds: float = 1.0) -> None:
-        """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically."""
+    def run(
+        self,
+        *,
+        stop: threading.Event,
+        resync_seconds: float = 60.0,
+        poll_seconds: float = 1.0,
+        on_tick: Callable[[], None] | None = None,
+    ) -> None:
+        """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically.
+        ``on_tick`` runs after each PodCliqueSet reconciled and each wait for changes (the liveness probe's
+        heartbeat)."""
+        tick = on_tick or (lambda: None)
         pending: set[ObjectKey] = set()
         due: dict[ObjectKey, float] = {}  # reconciled again at this time even if nothing changes
         next_resync = time.monotonic()
@@ -131,7 +142,9 @@ class Reconciler:
                 except Exception:  # one odd object must not stop the loop for every other PodCliqueSet
                     log.exception("reconcile crashed pcs=%s/%s", namespace, name)
                     retry.add((namespace, name))
+                tick()
             pending = retry | self.api.changes(poll_seconds)
+            tick()
 
     # --- one pass ------------------------------------------------------------------------------------------
 

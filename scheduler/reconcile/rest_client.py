@@ -13,7 +13,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -228,8 +228,12 @@ class KubeApi:
 
     # --- watches -------------------------------------------------------------------------------------------
 
-    def start_watches(self, stop: threading.Event) -> list[threading.Thread]:
-        """One informer per collection whose changes are work, on daemon threads that end promptly on ``stop``."""
+    def start_watches(
+        self, stop: threading.Event, *, on_synced: Callable[[], None] | None = None
+    ) -> list[threading.Thread]:
+        """One informer per collection whose changes are work, on daemon threads that end promptly on ``stop``;
+        ``on_synced`` runs once every one of them has listed once. With a ``namespace``, each lists and watches that
+        namespace only (a Role there is all it needs)."""
         grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
         ours = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
         # PodCliques and PodCliqueScalingGroups: `kubectl scale` and HPAs change them, and each change is work.
@@ -251,7 +255,7 @@ class KubeApi:
             )
             informer.add_handler(_PodCliqueSetKeys(resource.kind, self._changes))
             informers.append(informer)
-        return start_informers(informers, stop)
+        return start_informers(informers, stop, on_synced=on_synced)
 
 
 class _PodCliqueSetKeys:

@@ -222,7 +222,7 @@ def _start(plane: ControlPlane, component: str, *, ready: bool, flags: tuple[str
         assert plane.extender is not None
         return plane.start_extender(wait=ready, ports=plane.extender.ports).child
     if component == "reconciler":
-        return plane.start_reconciler(extra=flags)
+        return plane.start_reconciler(extra=flags, wait=ready)
     return plane.start_scheduler(wait=ready)
 
 

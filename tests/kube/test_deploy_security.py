@@ -82,19 +82,74 @@ def test_ports_line_up_from_the_scheduler_url_to_the_container() -> None:
 
 
 def test_network_policy_admits_only_the_scheduler_to_the_verb_port() -> None:
-    (policy,) = of_kind("NetworkPolicy")
+    policy = find("NetworkPolicy", "grove-extender")
     spec = policy["spec"]
     extender_labels = find("Deployment", "grove-extender")["spec"]["template"]["metadata"]["labels"]
     scheduler_labels = find("Deployment", "grove-scheduler")["spec"]["template"]["metadata"]["labels"]
     assert policy["metadata"]["namespace"] == find("Deployment", "grove-extender")["metadata"]["namespace"]
     assert spec["podSelector"]["matchLabels"].items() <= extender_labels.items()
-    assert spec["policyTypes"] == ["Ingress"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
     (rule,) = spec["ingress"]
     (peer,) = rule["from"]
     assert set(peer) == {"podSelector"}, "same namespace, scheduler pods only"
     assert peer["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
     assert not peer["podSelector"]["matchLabels"].items() <= extender_labels.items()
     assert rule["ports"] == [{"protocol": "TCP", "port": int(extender_args()["port"])}]
+
+
+def _policies_of(deployment: str) -> list[dict[str, Any]]:
+    """The NetworkPolicies that select ``deployment``'s pods."""
+    found = find("Deployment", deployment)
+    labels = found["spec"]["template"]["metadata"]["labels"].items()
+    return [
+        p
+        for p in of_kind("NetworkPolicy")
+        if p["metadata"]["namespace"] == found["metadata"]["namespace"]
+        and p["spec"]["podSelector"]["matchLabels"].items() <= labels
+    ]
+
+
+API_SERVER = {"ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]}
+DNS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+
+
+@pytest.mark.parametrize("name", ["grove-extender", "grove-scheduler", "grove-reconciler"])
+def test_every_deployment_is_fenced_in_and_out(name: str) -> None:
+    (policy,) = _policies_of(name)
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}, "both ways, or the missing way is open"
+    egress = policy["spec"]["egress"]
+    assert egress[0] == API_SERVER, "the API server first"
+    if name == "grove-scheduler":
+        extender_port = int(extender_args()["port"])
+        to_extender, dns = egress[1:]
+        assert to_extender["ports"] == [{"protocol": "TCP", "port": extender_port}]
+        (peer,) = to_extender["to"]
+        assert peer == {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "grove-extender"}}}
+        assert dns["ports"] == DNS and dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+        assert urlparse(scheduler_config()["extenders"][0]["urlPrefix"]).hostname.endswith(".svc"), (
+            "DNS is opened for the extender's Service name"
+        )
+    else:  # in-cluster config reaches the API server by address (KUBERNETES_SERVICE_HOST): no DNS
+        assert egress == [API_SERVER]
+    if name != "grove-extender":
+        assert "ingress" not in policy["spec"], "nothing connects to it; the kubelet's probes come from its node"
+
+
+@pytest.mark.parametrize("name", ["grove-extender", "grove-scheduler", "grove-reconciler"])
+def test_every_container_has_requests_a_memory_limit_and_both_probes(name: str) -> None:
+    for container in pod_spec(name)["containers"]:
+        resources = container["resources"]
+        assert {"cpu", "memory"} <= resources["requests"].keys(), container["name"]
+        # No CPU limit by choice (the manifests say why); memory is bounded everywhere, and above the request.
+        assert "memory" in resources["limits"] and "cpu" not in resources["limits"], container["name"]
+        assert _bytes(resources["limits"]["memory"]) > _bytes(resources["requests"]["memory"])
+        for probe in ("readinessProbe", "livenessProbe"):
+            assert container[probe]["httpGet"]["path"] in ("/readyz", "/healthz", "/livez"), (container["name"], probe)
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+    return int(quantity[:-2]) * units[quantity[-2:]]
 
 
 def test_certs_command_writes_the_secrets_the_deployments_mount() -> None:
@@ -198,8 +253,9 @@ def test_images_are_the_project_version_or_pinned() -> None:
 
 def test_runtime_image_installs_no_extra() -> None:
     lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()]
-    installs = [line for line in lines if "pip install" in line]
-    assert installs == ["RUN pip install . && rm -rf /src"], "no [bench] or [certs] extra in the runtime image"
+    installs = [line for line in lines if line.startswith("RUN pip install")]
+    # The dependencies come from requirements.lock (tests/test_requirements_lock.py), the project without extras.
+    assert installs[-1] == "RUN pip install --no-index --no-deps --no-build-isolation . && rm -rf /src", installs
     assert not any(line.startswith("COPY benchmarks") for line in lines)
     dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert not any(dep.startswith(("matplotlib", "cryptography")) for dep in dependencies)

@@ -99,7 +99,7 @@ def _allowed(manifest: str = "reconciler/reconciler-rbac.yaml") -> set[tuple[str
     }
 
 
-def test_rbac_allows_every_request_the_reconciler_makes() -> None:
+def test_rbac_allows_every_request_the_reconciler_makes_and_no_other() -> None:
     # Every kind of call the real client makes: creates, template updates (PUT), status patches, scale-in deletes,
     # HPAs, the startup-order identity, refusal events, topology lookups and the watches.
     broken = example("multinode-aggregated")
@@ -147,6 +147,16 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         server.apply(relabelled)
         for _ in range(2):  # the rolling update starts, then reaches replica 0 and rewrites its PodCliques
             reconciler.reconcile("default", "multinode-aggregated")
+        # Someone relabels one object of each kind the reconciler keeps: it writes its labels back (PUT).
+        for resource in _RELABELLED:
+            obj = server.objects(resource)[0]
+            obj["metadata"]["labels"]["drifted"] = "yes"
+            server.put(resource, obj)
+            reconciler.reconcile("default", obj["metadata"]["labels"]["app.kubernetes.io/part-of"])
+        # Every PodCliqueSet deleted: the reconciler deletes what each owned (no garbage collector here).
+        for name in names:
+            server.delete(PODCLIQUESETS, name, "default")
+            reconciler.reconcile("default", name)
         api.changes(1.0)
         stop.set()
         for thread in threads:
@@ -167,6 +177,34 @@ def test_rbac_allows_every_request_the_reconciler_makes() -> None:
         ("grove.io", "clustertopologybindings", "get"),
     } <= made
     assert made - _allowed() == set()
+    # And nothing more: every verb granted is one the reconciler asks for, but these, which the API server needs it
+    # to hold for its other requests to pass.
+    assert _allowed() - made == _HELD_NOT_CALLED
+
+
+# The kinds (fake API server resource keys) the reconciler writes back whole when their labels drift.
+_RELABELLED = (
+    "v1/services",
+    "v1/serviceaccounts",
+    "rbac.authorization.k8s.io/v1/roles",
+    "rbac.authorization.k8s.io/v1/rolebindings",
+    "autoscaling/v2/horizontalpodautoscalers",
+    "resource.k8s.io/v1/resourceclaims",
+    "scheduler.grove.io/v1alpha1/podgangs",
+    PODCLIQUESCALINGGROUPS,
+)
+_HELD_NOT_CALLED = {
+    # RBAC lets it create the init container's Role (get/list/watch pods and pods/status) only while it holds those.
+    ("", "pods", "get"),
+    ("", "pods/status", "get"),
+    ("", "pods/status", "list"),
+    ("", "pods/status", "watch"),
+    # OwnerReferencesPermissionEnforcement: an owner reference with blockOwnerDeletion needs update on the owner's
+    # finalizers (make e2e's RBAC scenario shows each of these refused without them).
+    ("grove.io", "podcliquesets/finalizers", "update"),
+    ("grove.io", "podcliques/finalizers", "update"),
+    ("grove.io", "podcliquescalinggroups/finalizers", "update"),
+}
 
 
 def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
@@ -193,21 +231,72 @@ def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
 
 
+def _deployment() -> dict[str, Any]:
+    (deployment,) = [d for d in _documents(DEPLOY / "reconciler/reconciler.yaml") if d["kind"] == "Deployment"]
+    return deployment
+
+
 def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
-    (deployment,) = _documents(DEPLOY / "reconciler/reconciler.yaml")
+    deployment = _deployment()
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "grove-reconciler"
     assert pod["containers"][0]["command"][:2] == ["grove-extender", "reconcile"]
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
-    accounts = [d for d in _documents(DEPLOY / "reconciler/reconciler-rbac.yaml") if d["kind"] == "ServiceAccount"]
+    # The account lives beside the Deployment, so that either RBAC install (cluster-wide or namespaced) binds it.
+    accounts = [d for d in _documents(DEPLOY / "reconciler/reconciler.yaml") if d["kind"] == "ServiceAccount"]
     assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
+    for manifest in (
+        "reconciler/reconciler-rbac.yaml",
+        "reconciler-rbac-namespaced.yaml",
+        "overlays/mnnvl/reconciler-rbac-mnnvl.yaml",
+    ):
+        assert not [d for d in _documents(DEPLOY / manifest) if d["kind"] == "ServiceAccount"], manifest
+
+
+def test_deployment_probes_the_reconcilers_own_probe_port() -> None:
+    (container,) = _deployment()["spec"]["template"]["spec"]["containers"]
+    flags = dict(arg.removeprefix("--").split("=", 1) for arg in container["command"] if arg.startswith("--probe-"))
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert flags == {"probe-port": str(ports["probes"]), "probe-host": "0.0.0.0"}  # the kubelet calls the pod's IP
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
+
+
+def _rules(manifest: str, kind: str) -> list[dict[str, Any]]:
+    (role,) = [d for d in _documents(DEPLOY / manifest) if d["kind"] == kind and d["metadata"]["name"].startswith(
+        "grove-reconciler") and not d["metadata"]["name"].endswith("-topology-reader")]  # fmt: skip
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def test_the_namespaced_role_is_the_cluster_role_but_its_cluster_scoped_read() -> None:
+    # One list of rules in two files: they may differ only by the cluster-scoped kind a Role cannot grant, which
+    # the namespaced install grants alone, read-only, in a ClusterRole of its own.
+    cluster = _rules("reconciler/reconciler-rbac.yaml", "ClusterRole")
+    namespaced = _rules("reconciler-rbac-namespaced.yaml", "Role")
+    topology = {"apiGroups": ["grove.io"], "resources": ["clustertopologybindings"], "verbs": ["get"]}
+    assert [rule for rule in cluster if rule != topology] == namespaced
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in _documents(DEPLOY / "reconciler-rbac-namespaced.yaml")}
+    assert documents["ClusterRole", "grove-reconciler-topology-reader"]["rules"] == [topology]
+    account = [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
+    for kind, name, role_kind in (
+        ("RoleBinding", "grove-reconciler", "Role"),
+        ("ClusterRoleBinding", "grove-reconciler-topology-reader", "ClusterRole"),
+    ):
+        binding = documents[kind, name]
+        assert binding["subjects"] == account
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                      "name": "grove-reconciler" if kind == "RoleBinding" else name}  # fmt: skip
+    # No namespace written on the Role and RoleBinding: `kubectl apply -n NS` puts them where the user serves.
+    assert "namespace" not in documents["Role", "grove-reconciler"]["metadata"]
+    assert "namespace" not in documents["RoleBinding", "grove-reconciler"]["metadata"]
 
 
 def test_init_container_image_is_the_reconcilers_own() -> None:
     # grove-initc runs `grove-extender initc`: the image the reconciler injects must be one that has it — its own.
-    (deployment,) = _documents(DEPLOY / "reconciler/reconciler.yaml")
+    deployment = _deployment()
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     command = container["command"]
     assert command[command.index("--initc-image") + 1] == "$(INITC_IMAGE)"  # the kubelet expands it from env
