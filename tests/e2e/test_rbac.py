@@ -37,7 +37,7 @@ LEASE = {"extender": "grove-extender", "scheduler": "grove-scheduler"}
 ESCALATION = r"attempting to grant RBAC permissions not currently held"
 # Shipped apart, for `reconcile --mnnvl` only: applied for its case, deleted after it.
 MNNVL = "overlays/mnnvl/reconciler-rbac-mnnvl.yaml"
-RECONCILER_RBAC = "reconciler/reconciler-rbac.yaml"
+RECONCILER_RBAC = "overlays/standalone/reconciler-rbac.yaml"
 SCHEDULER = "base/grove-scheduler.yaml"
 
 # A PodCliqueSet that needs every kind of object the reconciler makes: cliques started in order (the init
@@ -176,7 +176,7 @@ def _rule_cases() -> list[Case]:
                 expect = r"cannot set blockOwnerDeletion"
             cases.append(Case(component, manifest, kind, name, index, expect))
     # The pods rule's `get` is never called: RBAC lets the reconciler create the init container's Role
-    # (get/list/watch pods) only while it holds all three itself (deploy/reconciler/reconciler-rbac.yaml says so).
+    # (get/list/watch pods) only while it holds all three itself (its file, RECONCILER_RBAC, says so).
     pods = next(i for i, r in enumerate(document(RECONCILER_RBAC, "ClusterRole", "grove-reconciler")["rules"])
                 if r["resources"] == ["pods"])  # fmt: skip
     cases.append(Case("reconciler", RECONCILER_RBAC, "ClusterRole", "grove-reconciler", pods, ESCALATION,

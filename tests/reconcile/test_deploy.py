@@ -88,7 +88,7 @@ def _verb(request: Request) -> tuple[str, str, str]:
     return match["group"] or "", resource, verb
 
 
-def _allowed(manifest: str = "reconciler/reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
+def _allowed(manifest: str = "overlays/standalone/reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
     role = next(d for d in _documents(DEPLOY / manifest) if d["kind"] == "ClusterRole")
     return {
         (group, resource, verb)
@@ -248,8 +248,8 @@ def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
     for manifest in (
-        "reconciler/reconciler-rbac.yaml",
-        "reconciler-rbac-namespaced.yaml",
+        "overlays/standalone/reconciler-rbac.yaml",
+        "overlays/namespaced/reconciler-rbac-namespaced.yaml",
         "overlays/mnnvl/reconciler-rbac-mnnvl.yaml",
     ):
         assert not [d for d in _documents(DEPLOY / manifest) if d["kind"] == "ServiceAccount"], manifest
@@ -274,11 +274,12 @@ def _rules(manifest: str, kind: str) -> list[dict[str, Any]]:
 def test_the_namespaced_role_is_the_cluster_role_but_its_cluster_scoped_read() -> None:
     # One list of rules in two files: they may differ only by the cluster-scoped kind a Role cannot grant, which
     # the namespaced install grants alone, read-only, in a ClusterRole of its own.
-    cluster = _rules("reconciler/reconciler-rbac.yaml", "ClusterRole")
-    namespaced = _rules("reconciler-rbac-namespaced.yaml", "Role")
+    cluster = _rules("overlays/standalone/reconciler-rbac.yaml", "ClusterRole")
+    namespaced = _rules("overlays/namespaced/reconciler-rbac-namespaced.yaml", "Role")
     topology = {"apiGroups": ["grove.io"], "resources": ["clustertopologybindings"], "verbs": ["get"]}
     assert [rule for rule in cluster if rule != topology] == namespaced
-    documents = {(d["kind"], d["metadata"]["name"]): d for d in _documents(DEPLOY / "reconciler-rbac-namespaced.yaml")}
+    namespaced_file = DEPLOY / "overlays" / "namespaced" / "reconciler-rbac-namespaced.yaml"
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in _documents(namespaced_file)}
     assert documents["ClusterRole", "grove-reconciler-topology-reader"]["rules"] == [topology]
     account = [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
     for kind, name, role_kind in (
