@@ -1,8 +1,9 @@
 """Serving the apps: one process, one event loop, one uvicorn server per listener (verbs, probes, debug).
 
 Each listener has its own address, port and, optionally, TLS (``api.tls``: a certificate and key, and a client CA
-whose certificates, carrying an accepted name, are required). Every port is bound before any is served, so a port in
-use or an unreadable certificate is one clear error at start-up, not a half-started process.
+whose certificates, carrying an accepted name, are required). A TLS listener speaks HTTP/2 (``api.http2``) to a
+client that offers it by ALPN, as kube-scheduler's does, and HTTP/1.1 to any other. Every port is bound before any
+is served, so a port in use or an unreadable certificate is one clear error at start-up, not a half-started process.
 
 Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.tls``), a request's headers and
 body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request), its
@@ -19,16 +20,17 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from api.http2 import Http2Protocol
 from api.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
 
 __all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "serve_listeners"]
@@ -129,6 +131,23 @@ def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
     return type("DeadlineProtocol", (_DeadlineProtocol,), {"request_timeout": request_timeout})
 
 
+def _http2(timeouts: Timeouts) -> Callable[[asyncio.Protocol], asyncio.Protocol]:
+    """HTTP/2 (``api.http2``) for a connection whose client chose it, with the app and server state of the HTTP/1.1
+    protocol uvicorn made for it, and the same bounds."""
+
+    def make(http: asyncio.Protocol) -> asyncio.Protocol:
+        one = cast(HttpToolsProtocol, http)
+        return Http2Protocol(
+            app=one.app,
+            server_state=one.server_state,
+            request_timeout=timeouts.request,
+            keep_alive=timeouts.keep_alive,
+            max_header_bytes=MAX_HEADER_BYTES,
+        )
+
+    return make
+
+
 def _gated(http: type[HttpToolsProtocol], gate: HandshakeGate) -> type[asyncio.Protocol]:
     """A protocol class for uvicorn that puts each connection through ``gate`` before ``http`` sees it."""
 
@@ -159,7 +178,13 @@ def _config(
             context = server_context(listener.tls)
         except TlsError as err:
             raise ServeError(f"{listener.name} listener: cannot load its TLS files: {err}") from None
-        gate = HandshakeGate(listener=listener.name, config=listener.tls, context=context, registry=registry)
+        gate = HandshakeGate(
+            listener=listener.name,
+            config=listener.tls,
+            context=context,
+            registry=registry,
+            alternatives={"h2": _http2(timeouts)},
+        )
     config = uvicorn.Config(
         listener.app,
         host=listener.host,

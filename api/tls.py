@@ -30,7 +30,7 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -153,9 +153,15 @@ class HandshakeGate:
         context: ssl.SSLContext,
         registry: CollectorRegistry,
         clock: Callable[[], float] = time.monotonic,
+        alternatives: Mapping[str, Callable[[asyncio.Protocol], asyncio.Protocol]] | None = None,
     ) -> None:
+        """``alternatives``: protocols offered by ALPN ahead of HTTP/1.1 (``{"h2": ...}``), each made from the
+        HTTP/1.1 protocol the connection was accepted with when the client chooses it."""
         self.context = context
         self._config = config
+        self._alternatives = dict(alternatives or {})
+        if self._alternatives:
+            context.set_alpn_protocols([*self._alternatives, "http/1.1"])
         self.failures = HandshakeFailures(
             listener,
             Counter(
@@ -168,6 +174,15 @@ class HandshakeGate:
                 registry=registry,
             ),
             clock,
+        )
+        self._listener = listener
+        self._accepted = Counter(
+            "grove_extender_tls_handshakes_total",
+            "TLS connections whose handshake completed and whose client was accepted, by the protocol it chose "
+            "(h2, http/1.1): a client that keeps its connections makes few, one that reconnects per call one per "
+            "call.",
+            ["listener", "protocol"],
+            registry=registry,
         )
         self._handshakes: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
 
@@ -207,7 +222,11 @@ class HandshakeGate:
             secure.abort()
             self.failures.record("client_san", client=client, detail=refusal)
             return
-        connection.hand_over(secure)
+        ssl_object = secure.get_extra_info("ssl_object")
+        chosen = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+        make = self._alternatives.get(chosen) if chosen else None
+        self._accepted.labels(self._listener, chosen if make is not None else "http/1.1").inc()
+        connection.hand_over(secure, make)
 
 
 class _Connection(asyncio.Protocol):
@@ -263,9 +282,14 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
 
-    def hand_over(self, secure: asyncio.Transport) -> None:
+    def hand_over(
+        self, secure: asyncio.Transport, make: Callable[[asyncio.Protocol], asyncio.Protocol] | None = None
+    ) -> None:
+        """Give the connection to its HTTP/1.1 protocol, or to the one ``make`` builds from it (ALPN's choice)."""
         if self._lost:
             return
+        if make is not None:
+            self._http = make(self._http)
         secure.set_protocol(self._http)
         self._http.connection_made(secure)
         if self._early:

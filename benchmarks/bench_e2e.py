@@ -8,9 +8,18 @@ Node heartbeats, a kubelet) and runs the kube-scheduler stand-in (``benchmarks.s
 2. **extender**: ``grove-extender serve --kubeconfig`` watches the fake API server, plans ahead, and the
    stand-in calls its ``filter`` (every feasible node name) and ``bind`` as kube-scheduler does.
 
-Prints pods bound per second in each phase, their ratio (target ≥ 0.67), and the extender's CPU per bound pod
-read from the serve process's own CPU times over the drive (target ≤ 1.5 ms: watch, filter, bind, status, all
-of it), with its idle cost per second (heartbeats and churn only) beside it.
+Prints pods bound per second in each phase, their ratio, and the extender's CPU per bound pod read from the serve
+process's own CPU times over the drive (watch, filter, bind, status, all of it), with its idle cost per second
+(heartbeats and churn only) beside it.
+
+What it is for: the extender's own CPU per pod on its code paths, and regressions in them, on a cluster with churn,
+heartbeats and other schedulers' pods, without a Kubernetes binary. It does **not** predict the ratio users see
+(issue 18 asked for it within 15%; it is not): it reported 0.63-0.72× where ``--real`` measured 0.34-0.50× on the same
+tree. The stand-in is cheaper than kube-scheduler (a resource-fit filter over the nodes, where kube-scheduler runs
+its whole filter chain over all 1,008 nodes because the ``grove`` profile sets ``percentageOfNodesToScore: 100``,
+and marshals the Pod and 1,008 names per filter), calls over plain HTTP on one kept-alive connection (no TLS), and
+the fake API server is Python, whose CPU per pod differs from kube-apiserver's and etcd's. For the ratio, run
+``--real``.
 
     .venv/bin/python -m benchmarks.bench_e2e [--nodes 1008] [--gangs 375] [--profile DIR]
 

@@ -146,3 +146,13 @@ def test_listeners_hear_another_schedulers_pod_as_what_the_store_keeps() -> None
     store.apply("Pod", "DELETED", theirs)
     kept = ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={"cpu": 1000, "pods": 1})
     assert heard == [("ADDED", kept), ("DELETED", kept)]
+
+
+def test_watch_events_are_counted_by_kind_and_a_relist_is_not() -> None:
+    store = ClusterStore()
+    store.replace("Node", [node("n0")])
+    store.replace("Pod", [pod("a")])
+    store.apply("Pod", "MODIFIED", pod("a", node_name="n0"))
+    store.apply("Pod", "DELETED", pod("a", node_name="n0"))
+    store.apply("Node", "MODIFIED", node("n0"))
+    assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-__all__ = ["Counters", "counters", "per_pod", "short"]
+__all__ = ["Counters", "counters", "labels_of", "per_pod", "short"]
 
 Counters = dict[str, float]  # series (name with labels) → value
 
@@ -33,7 +33,7 @@ def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, 
     return dict(sorted(((s, d) for s, d in moved.items() if d > at_least), key=lambda item: -item[1]))
 
 
-def _labels(series: str) -> dict[str, str]:
+def labels_of(series: str) -> dict[str, str]:
     inside = series.partition("{")[2].rstrip("}")
     pairs = (part.split("=", 1) for part in inside.split('",') if "=" in part)
     return {key.strip(): value.strip('"') for key, value in pairs}
@@ -42,7 +42,7 @@ def _labels(series: str) -> dict[str, str]:
 def short(series: str) -> str:
     """A series as a reader wants it: the API server's requests as ``POST pods/binding 201 (kube-scheduler)``, its
     watch events as ``watch pods``, our own without the ``grove_extender_`` prefix."""
-    name, labels = series.split("{", 1)[0], _labels(series)
+    name, labels = series.split("{", 1)[0], labels_of(series)
     resource = "/".join(part for part in (labels.get("resource"), labels.get("subresource")) if part)
     if name == "apiserver_request_total":
         client = labels.get("system_client") or "others"

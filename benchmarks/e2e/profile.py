@@ -1,5 +1,7 @@
 """Where the extender's CPU went: py-spy's collapsed stacks (``--format raw``) summed into the parts the issue
-names. A sample counts toward the first category whose marker appears in its stack, checked in the order below
+names. The markers are module paths and qualified names of today's code: the watches are
+``scheduler/kube/informer.py`` with the decoders of ``scheduler/kube/decoding.py``, fed by ``scheduler/kube/mirror.py``.
+A sample counts toward the first category whose marker appears in its stack, checked in the order below
 (most specific first), so each sample is counted once.
 
     .venv/bin/python -m benchmarks.e2e.profile /tmp/prof/extender.txt
@@ -14,15 +16,16 @@ from pathlib import Path
 __all__ = ["CATEGORIES", "breakdown"]
 
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("planning (solve)", ("placement/solve.py",)),
-    ("planning (members, view, topology)", ("Planner.plan", "TopologyCache")),
-    ("watch: JSON decode", ("watch.py:", "json/decoder.py")),
-    ("watch: model decode (pydantic)", ("_Watcher._parse",)),
+    ("planning (solve)", ("placement/solve.py", "placement/batch.py")),
+    ("planning (members, view, topology)", ("Planner.plan", "HeadPlanner.", "TopologyCache")),
+    ("watch: JSON decode", ("scheduler/kube/informer.py", "json/decoder.py")),
+    ("watch: model decode", ("Decoder.change", "Decoder.page", "Decoder.parse")),
     ("watch: store + listeners", ("ClusterStore.apply", "ClusterStore.replace")),
-    ("watch: HTTP read", ("_Watcher.",)),
-    ("bind: writer", ("KubeClusterWriter.bind",)),
-    ("status + Event writes", ("patch_podgang_status", "record_event", "StatusReporter.")),
-    ("filter: body decode", ("_decode (api/app.py",)),
+    ("watch: HTTP read", ("Informer.",)),
+    ("TLS handshakes (server side)", ("HandshakeGate.", "do_handshake")),
+    ("bind: writer (pods/binding over aiohttp)", ("KubeClusterWriter.bind",)),
+    ("status + Event writes", ("patch_podgang_status", "record_event", "PodGangStatusReporter.")),
+    ("verbs: body decode", ("BodyDecoder.decode",)),
     ("filter: decision", ("Coordinator.filter",)),
     ("bind: ready members and the release", ("Coordinator.bind", "Binder.", "Releaser.")),
     ("HTTP server (uvicorn, httptools)", ("uvicorn/", "starlette/", "fastapi/", "httptools")),

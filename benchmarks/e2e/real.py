@@ -10,11 +10,22 @@ both:
 2. **alone**: the extender stopped, the same pods created again for the default profile, kube-scheduler with the
    default configuration (what the cluster runs without grove-extender).
 
+The gangs carry no topology constraint unless ``--required-pack`` (each gang in one ``nvidia.com/gpu.clique``: 18
+nodes × 4 GPUs, so every plan must keep its 8 pods in one domain); the issue's two set-ups:
+
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real
+    KUBEBUILDER_ASSETS=/path/to/k8s .venv/bin/python -m benchmarks.bench_e2e --real --required-pack
+
 Prints pods bound per second in each (from kube-scheduler ready to the last bind), their ratio, the extender's CPU
 per bound pod from ``/proc`` of the serve process (drive + 6 s of status writes, less its idle rate), the API
 server's, etcd's and kube-scheduler's CPU per bound pod beside it, the extender's CPU by thread, and counters per
 bound pod: the extender's own (``/metrics`` on its debug port: verbs, binds, plans …) and the API server's
-(requests by verb and resource, watch events by kind). A counter the extender adds shows up on its own.
+(requests by verb and resource, watch events by kind). A counter the extender adds shows up on its own. One line
+names what each bound pod cost: filter (by answer), prioritize and bind calls, TLS handshakes, API writes, watch
+events the extender decoded, plans and queue-head models. kube-scheduler's CPU is split by activity (in-tree filters,
+extender calls, TLS handshakes, GC …) from a CPU profile of its first ``PROFILE_SECONDS`` in each phase, read from
+its own pprof endpoint (``benchmarks.e2e.pprof``); ``--profile DIR`` keeps those profiles and adds a py-spy one of
+the extender.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,7 +48,8 @@ from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
-from benchmarks.e2e.counters import Counters, counters, per_pod, short
+from benchmarks.e2e import pprof
+from benchmarks.e2e.counters import Counters, counters, labels_of, per_pod, short
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
 
 __all__ = ["add_arguments", "run_real"]
@@ -55,6 +68,7 @@ class Phase:
     api_counters: Counters = field(default_factory=dict)  # per bound pod
     extender_counters: Counters = field(default_factory=dict)  # per bound pod
     by_thread: dict[str, float] = field(default_factory=dict)  # extender CPU seconds by thread
+    scheduler_activity: dict[str, float] = field(default_factory=dict)  # share of kube-scheduler's profiled CPU
     extender_idle: float = 0.0  # CPU seconds per second, planned and waiting
     planning_seconds: float = 0.0
 
@@ -67,7 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real = parser.add_argument_group("on a real control plane (--real)")
     real.add_argument("--real", action="store_true", help="kube-apiserver and kube-scheduler from KUBEBUILDER_ASSETS")
     real.add_argument("--logs", help="keep the control plane's folder (every component's log) here")
-    real.add_argument("--no-required-pack", action="store_true", help="gangs without a required NVLink domain")
+    real.add_argument(
+        "--required-pack",
+        action="store_true",
+        help="every gang needs one NVLink domain (nvidia.com/gpu.clique, required pack); default: no topology "
+        "constraint, gangs of 8 placed anywhere",
+    )
 
 
 def _processes(plane: ControlPlane, scheduler: Child | None) -> dict[str, int]:
@@ -95,21 +114,49 @@ def _extender_counters(plane: ControlPlane) -> Counters:
     return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"))
 
 
+def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seconds: float) -> threading.Thread:
+    """A CPU profile of kube-scheduler from its pprof endpoint, over the first ``seconds`` of the drive."""
+    argv = scheduler.process.args
+    port = next(a.split("=", 1)[1] for a in map(str, argv if isinstance(argv, list) else []) if "--secure-port=" in a)
+
+    def run() -> None:
+        try:
+            data = pprof.fetch(f"https://127.0.0.1:{port}", token=plane.server.admin_token, seconds=seconds)
+            output.write_bytes(data)
+        except OSError as err:
+            print(f"bench --real: no kube-scheduler profile: {err}")
+
+    thread = threading.Thread(target=run, name="pprof", daemon=True)
+    thread.start()
+    return thread
+
+
+PROFILE_SECONDS = 15.0
+"""kube-scheduler's CPU profile covers this much of the drive's start (both phases last longer)."""
+
+
 def _drive(
-    plane: ControlPlane, *, pods: int, start: Callable[[], Child], deadline: float, label: str
+    plane: ControlPlane, *, pods: int, start: Callable[[], Child], deadline: float, label: str, profile: Path
 ) -> tuple[Child, float, float, BindTimes]:
-    """Start kube-scheduler and wait until ``pods`` are bound; (scheduler, ready at, last bind at, watch)."""
+    """Start kube-scheduler and wait until ``pods`` are bound; (scheduler, ready at, last bind at, watch).
+    ``profile``: where to write kube-scheduler's CPU profile of the drive's first ``PROFILE_SECONDS``."""
     watch = BindTimes(plane.api, NAMESPACE)
     scheduler = start()
     ready = time.monotonic()
+    profiling = _scheduler_profile(plane, scheduler, profile, PROFILE_SECONDS)
     with Progress(transient=True) as progress:
         task = progress.add_task(label, total=pods)
         while watch.count() < pods and time.monotonic() - ready < deadline:
             progress.update(task, completed=watch.count())
             time.sleep(0.5)
     watch.stop()
+    profiling.join(timeout=90)
     times = watch.first_bound().values()
     return scheduler, ready, max(times, default=ready), watch
+
+
+def _activity(profile: Path) -> dict[str, float]:
+    return pprof.by_activity(pprof.parse(profile.read_bytes())) if profile.exists() else {}
 
 
 def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0) -> float:
@@ -123,7 +170,7 @@ def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0) -
     raise SystemExit(f"bench --real: gangs not planned within {deadline:g} s")
 
 
-def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> Phase:
+def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
     total = sum(g.size for g in gangs)
     phase = Phase("extender", total=total)
     create_gangs(plane.api, NAMESPACE, gangs)
@@ -141,8 +188,9 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     scheduler_cpu: float
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_scheduler(overrides=QPS), deadline=args.deadline,
-        label="through the extender",
+        label="through the extender", profile=folder / "scheduler-extender.pb.gz",
     )  # fmt: skip
+    phase.scheduler_activity = _activity(folder / "scheduler-extender.pb.gz")
     scheduler_cpu = cpu_seconds(scheduler.pid)
     cpu_at_last = _cpu(_processes(plane, None))
     time.sleep(args.settle_seconds)  # the PodGang status writes and Events that follow the last bind
@@ -160,7 +208,7 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     return phase
 
 
-def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> Phase:
+def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
     total = sum(g.size for g in gangs)
     phase = Phase("alone", total=total)
     plane.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods", gracePeriodSeconds=0)
@@ -172,8 +220,9 @@ def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace) -> P
     cpu_before = _cpu(_processes(plane, None))
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_plain_scheduler(overrides=QPS), deadline=args.deadline,
-        label="alone",
+        label="alone", profile=folder / "scheduler-alone.pb.gz",
     )  # fmt: skip
+    phase.scheduler_activity = _activity(folder / "scheduler-alone.pb.gz")
     cpu_at_last = _cpu(_processes(plane, scheduler))
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before.get(name, 0.0) for name in cpu_at_last}
@@ -196,7 +245,7 @@ def run_real(args: argparse.Namespace) -> int:
     assets = find_assets()
     if isinstance(assets, str):
         raise SystemExit(f"bench --real: {assets}")
-    required = None if args.no_required_pack else CLIQUE
+    required = CLIQUE if args.required_pack else None
     gangs = [Gang(f"gang-{g:05d}", args.pods_per_gang, required=required) for g in range(args.gangs)]
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     started = time.monotonic()
@@ -208,16 +257,46 @@ def run_real(args: argparse.Namespace) -> int:
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
         phases = []
         if args.only != "alone":
-            phases.append(through_extender(plane, gangs, args))
+            phases.append(through_extender(plane, gangs, args, Path(args.profile or folder)))
         if args.only != "extender":
-            phases.append(alone(plane, gangs, args))
+            phases.append(alone(plane, gangs, args, Path(args.profile or folder)))
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     report(phases, args, load=f"{load_before} before, {load_after} after")
     return 0
 
 
+def _sum(found: Counters, name: str, **labels: str) -> float:
+    """The sum of ``name``'s series whose labels include ``labels``."""
+    return sum(
+        value
+        for series, value in found.items()
+        if series.split("{", 1)[0] == name and all(labels_of(series).get(k) == v for k, v in labels.items())
+    )
+
+
+def counts_line(phase: Phase) -> str:
+    """What each bound pod cost in calls, handshakes, API writes, watch events and plans, by name."""
+    ours, api = phase.extender_counters, phase.api_counters
+    calls = {v: _sum(ours, "grove_extender_request_seconds_count", verb=v) for v in ("filter", "prioritize", "bind")}
+    answers = {a: _sum(ours, "grove_extender_filter_answers_total", answer=a) for a in ("node", "error", "refused")}
+    bindings = _sum(api, "apiserver_request_total", verb="POST", resource="pods", subresource="binding")
+    status = _sum(api, "apiserver_request_total", verb="PATCH", resource="podgangs", subresource="status")
+    pod_status = _sum(api, "apiserver_request_total", resource="pods", subresource="status")
+    events = _sum(api, "apiserver_request_total", resource="events")
+    watched = {k: _sum(ours, "grove_extender_watch_events_total", kind=k) for k in ("Pod", "Node", "PodGang")}
+    return (
+        f"filter {calls['filter']:.3f} (node {answers['node']:.3f}, Error {answers['error']:.3f}, "
+        f"refused {answers['refused']:.3f}), prioritize {calls['prioritize']:.3f}, bind {calls['bind']:.3f}; "
+        f"TLS handshakes {_sum(ours, 'grove_extender_tls_handshakes_total'):.3f}; API writes: bindings "
+        f"{bindings:.3f}, PodGang status {status:.3f}, pod status {pod_status:.3f}, Events {events:.3f} (all "
+        f"clients); watch events decoded: " + ", ".join(f"{k} {v:.3f}" for k, v in watched.items())
+        + f"; plans {_sum(ours, 'grove_extender_plans_total'):.3f}, batch models "
+        f"{_sum(ours, 'grove_extender_batch_models_total'):.3f}"
+    )  # fmt: skip
+
+
 def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
-    pack = "no required pack" if args.no_required_pack else "each gang in one NVLink domain (required)"
+    pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {args.gangs} "
           f"PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}; client QPS 500; load {load}")  # fmt: skip
@@ -238,8 +317,16 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
+        print("per bound pod: " + counts_line(through))
         print("extender counters per bound pod: "
               + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
+    for phase in phases:
+        if phase.scheduler_activity:
+            pods = max(phase.bound, 1)
+            ms = 1000 * phase.cpu.get("kube-scheduler", 0.0) / pods
+            shares = ", ".join(f"{name} {ms * share:.2f}" for name, share in phase.scheduler_activity.items())
+            print(f"kube-scheduler CPU by activity ({phase.mode}; shares of its first {PROFILE_SECONDS:g} s applied "
+                  f"to its CPU per bound pod), ms per bound pod: {shares}")  # fmt: skip
     for phase in phases:
         top = list(phase.api_counters.items())[:12]
         print(f"API server per bound pod ({phase.mode}): " + ", ".join(f"{short(s)} {v:.2f}" for s, v in top))

@@ -159,7 +159,12 @@ class Coordinator:
         )
         self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters)
         store.subscribe(self.events.on_change)
-        self.metrics.watch_state(gangs_by_state=self.table.counts_by_state, reservations=self.table.reservation_count)
+        self.metrics.watch_state(
+            gangs_by_state=self.table.counts_by_state,
+            reservations=self.table.reservation_count,
+            watch_events=store.events_applied,
+        )
+        self._answers = {answer: self.metrics.filter_answers.labels(answer) for answer in ("node", "refused", "error")}
 
     # --- Extender verbs ----------------------------------------------------------------------------------------
 
@@ -167,6 +172,7 @@ class Coordinator:
         self.rate.observe(self._clock())  # kube-scheduler's pace: how fast a gang's members can reach us
         candidates = args.candidate_names()
         if not self.leading():
+            self._answers["error"].inc()
             return ExtenderFilterResult(Error=NOT_LEADER)
         key = args.Pod.key
         stored = self.store.pod(key)
@@ -188,6 +194,8 @@ class Coordinator:
             member = self.table.member(ref.key, key)
             if member is not None and member.ready and member.complete:
                 self.releaser.start(ref)  # completed by something other than a bind call (e.g. a lowered minimum)
+        answer = "node" if isinstance(decision, Accept) else "error" if isinstance(decision, Retry) else "refused"
+        self._answers[answer].inc()
         return _encode(args, candidates, decision)
 
     async def prioritize(self, args: ExtenderArgs) -> Sequence[HostPriority]:

@@ -130,6 +130,7 @@ class HeadPlanner:
         view = ClusterView(topology=self._topologies.get(self._store), free=free)
         started = time.perf_counter()
         batch = plan_batch([w.gang.request for w in waiting], view, self._options, size=self._size)
+        self._metrics.batch_models.inc()
         self._metrics.solve_seconds.observe(time.perf_counter() - started)
         by_key = {w.ref.key: w for w in waiting}
         for key in batch.head:

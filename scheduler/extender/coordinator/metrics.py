@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 __all__ = ["CoordinatorMetrics"]
@@ -15,11 +15,17 @@ _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 class _StateGauges(Collector):
-    """Gangs by state and reservations held, read from the coordinator at scrape time (no bookkeeping to drift)."""
+    """Gangs by state, reservations held and watch events applied, read at scrape time (no bookkeeping to drift)."""
 
-    def __init__(self, gangs_by_state: Callable[[], Mapping[str, int]], reservations: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        gangs_by_state: Callable[[], Mapping[str, int]],
+        reservations: Callable[[], int],
+        watch_events: Callable[[], Mapping[str, int]],
+    ) -> None:
         self._gangs_by_state = gangs_by_state
         self._reservations = reservations
+        self._watch_events = watch_events
 
     def collect(self) -> Iterator[Metric]:
         gangs = GaugeMetricFamily("grove_extender_gangs", "Gangs the extender tracks, by state.", labels=["state"])
@@ -31,6 +37,15 @@ class _StateGauges(Collector):
             "Pods holding a reservation (planned or ready, not yet bound).",
             value=self._reservations(),
         )
+        events = CounterMetricFamily(
+            "grove_extender_watch_events",
+            "Watch events decoded and applied to the extender's store, by kind (Node heartbeats that change "
+            "nothing are skipped before decoding and not counted).",
+            labels=["kind"],
+        )
+        for kind, count in sorted(self._watch_events().items()):
+            events.add_metric([kind], count)
+        yield events
 
 
 class CoordinatorMetrics:
@@ -68,9 +83,27 @@ class CoordinatorMetrics:
             "Nodes removed from a preemption proposal because their victims would break a bound gang.",
             registry=registry,
         )
+        self.filter_answers = Counter(
+            "grove_extender_filter_answers_total",
+            "Filter calls by answer: node (the planned node), refused (FailedNodes: kube-scheduler parks the pod), "
+            "error (Error: kube-scheduler backs the pod off and asks again).",
+            ["answer"],
+            registry=registry,
+        )
+        self.batch_models = Counter(
+            "grove_extender_batch_models_total",
+            "Queue-head models solved (several waiting gangs in one model); their gangs' plans count in plans_total.",
+            registry=registry,
+        )
         self.reservations_expired = Counter(
             "grove_extender_reservations_expired_total", "Gang reservations dropped by their TTL.", registry=registry
         )
 
-    def watch_state(self, *, gangs_by_state: Callable[[], Mapping[str, int]], reservations: Callable[[], int]) -> None:
-        self.registry.register(_StateGauges(gangs_by_state, reservations))
+    def watch_state(
+        self,
+        *,
+        gangs_by_state: Callable[[], Mapping[str, int]],
+        reservations: Callable[[], int],
+        watch_events: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.registry.register(_StateGauges(gangs_by_state, reservations, watch_events))

@@ -66,6 +66,7 @@ class ClusterStore:
         self._version = 0
         self._node_version = 0
         self._synced = False
+        self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0}  # watch events applied, by kind
 
     # --- writes ------------------------------------------------------------------------------------------------
 
@@ -88,6 +89,7 @@ class ClusterStore:
         key = self._key(obj)
         obj = self._kept(obj)
         with self._lock:
+            self._events[kind] += 1
             if event_type == "DELETED":
                 if not self._has(kind, key):
                     return
@@ -132,6 +134,11 @@ class ClusterStore:
     @property
     def synced(self) -> bool:
         return self._synced
+
+    def events_applied(self) -> dict[str, int]:
+        """Watch events applied so far, by kind (a relist's objects are not counted)."""
+        with self._lock:
+            return dict(self._events)
 
     @property
     def version(self) -> int:

@@ -1,0 +1,407 @@
+"""HTTP/2 on a TLS listener: each request a stream of one long-lived connection, served by the same ASGI app.
+
+Why: kube-scheduler's extender client is Go's ``net/http`` with no pool settings of its own, so it keeps at most two
+idle HTTP/1.1 connections to the extender. A gang's members each hold a bind call open until the gang is complete,
+so every gang opened a burst of connections whose TLS handshakes (0.8 per bound pod, measured on a real
+kube-scheduler v1.36: a tenth of its CPU, and the extender's share on top) ended with the gang, and a filter call
+that found no idle connection waited for a handshake on kube-scheduler's critical path. The same client offers
+``h2`` by ALPN; over HTTP/2 all its calls share one connection, however many are in flight.
+
+Chosen during the handshake (``api.tls``): a client that offers ``h2`` gets this protocol, any other HTTP/1.1. The
+bounds are the HTTP/1.1 protocol's (``api.server``): a request's headers and body must arrive within
+``request_timeout`` of its first frame (a stream that does not is reset), its headers within ``MAX_HEADER_BYTES``
+(``SETTINGS_MAX_HEADER_LIST_SIZE``), at most ``MAX_STREAMS`` in flight (``SETTINGS_MAX_CONCURRENT_STREAMS``),
+and a connection with nothing in flight for ``keep_alive`` is closed with a GOAWAY. A body reaches the app as it
+arrives and is acknowledged (its flow-control window reopened) only once the app has taken it, so a client can
+never make the server hold more than a window of unread body per stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from typing import Any, Protocol, cast
+from urllib.parse import unquote
+
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.errors import ErrorCodes
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    Event,
+    RequestReceived,
+    StreamEnded,
+    StreamReset,
+    WindowUpdated,
+)
+from h2.exceptions import H2Error
+from h2.settings import SettingCodes, Settings
+from starlette.types import ASGIApp, Message
+
+__all__ = ["MAX_STREAMS", "Http2Protocol", "ServerState"]
+
+log = logging.getLogger(__name__)
+
+MAX_STREAMS = 256
+"""Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
+
+
+_CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
+"""HTTP/1.1's connection-specific headers, which HTTP/2 forbids (RFC 9113 §8.2.2)."""
+
+
+class ServerState(Protocol):
+    """What uvicorn's server keeps of its connections and request tasks, for a graceful shutdown."""
+
+    connections: set[Any]
+    tasks: set[asyncio.Task[None]]
+
+
+class _Stream:
+    def __init__(self, stream_id: int) -> None:
+        self.id = stream_id
+        self.chunks: deque[tuple[bytes, int]] = deque()  # body bytes, and their flow-controlled length
+        self.ended = False  # the client sent all of its request
+        self.closed = False  # reset, answered or the connection is gone: nothing more to receive or send
+        self.arrived = asyncio.Event()  # a chunk, the end, or the close
+        self.window = asyncio.Event()  # the client opened its flow-control window again
+        self.deadline: asyncio.TimerHandle | None = None
+
+    def wake(self) -> None:
+        self.arrived.set()
+        self.window.set()
+
+
+class Http2Protocol(asyncio.Protocol):
+    """One HTTP/2 connection over an established (TLS) transport; ``app`` serves each of its streams."""
+
+    def __init__(
+        self,
+        *,
+        app: ASGIApp,
+        server_state: ServerState,
+        request_timeout: float,
+        keep_alive: float,
+        max_header_bytes: int,
+    ) -> None:
+        self._app = app
+        self._state = server_state
+        self._request_timeout = request_timeout
+        self._keep_alive = keep_alive
+        config = H2Configuration(client_side=False, header_encoding=None)
+        self._h2 = H2Connection(config=config)
+        self._h2.local_settings = Settings(  # before initiate_connection, which sends them
+            client=False,
+            initial_values={
+                SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS,
+                SettingCodes.MAX_HEADER_LIST_SIZE: max_header_bytes,
+            },
+        )
+        self._streams: dict[int, _Stream] = {}
+        self._transport: asyncio.Transport | None = None
+        self._client: tuple[str, int] | None = None
+        self._server: tuple[str, int] | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._closing = False
+        self._flush_pending = False
+
+    # --- asyncio.Protocol --------------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self._client = _address(transport.get_extra_info("peername"))
+        self._server = _address(transport.get_extra_info("sockname"))
+        self._state.connections.add(self)
+        self._h2.initiate_connection()
+        self._flush()
+        self._arm_idle(self._request_timeout)  # the client preface and a first request are due like a request
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self._h2.receive_data(data)
+        except H2Error as err:
+            log.info("closing an HTTP/2 connection after a protocol error client=%s error=%s", self._client, err)
+            self._flush()
+            self._close()
+            return
+        for event in events:
+            self._on(event)
+        self._flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._state.connections.discard(self)
+        self._disarm_idle()
+        for stream in list(self._streams.values()):
+            self._drop(stream)
+        self._transport = None
+
+    def eof_received(self) -> bool | None:
+        return None  # close: a client that half-closes sends nothing more
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: no new streams (GOAWAY); close once those in flight are answered."""
+        if self._transport is None or self._closing:
+            return
+        self._closing = True
+        self._h2.close_connection(last_stream_id=max(self._streams, default=0))
+        self._flush()
+        if not self._streams:
+            self._close()
+
+    # --- frames ------------------------------------------------------------------------------------------------
+
+    def _on(self, event: Event) -> None:
+        if isinstance(event, RequestReceived):
+            self._start(event)
+        elif isinstance(event, DataReceived):
+            stream = self._streams.get(event.stream_id or 0)
+            if stream is not None and not stream.closed and event.data is not None:
+                stream.chunks.append((event.data, event.flow_controlled_length or 0))
+                stream.arrived.set()
+            elif event.stream_id:  # a stream already answered or reset: reopen the connection's window alone
+                with contextlib.suppress(H2Error):
+                    self._h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
+        elif isinstance(event, StreamEnded):
+            stream = self._streams.get(event.stream_id or 0)
+            if stream is not None:
+                stream.ended = True
+                _cancel(stream.deadline)
+                stream.arrived.set()
+                if stream.closed:  # answered before its request had all arrived: now it has
+                    self._drop(stream)
+        elif isinstance(event, StreamReset):
+            stream = self._streams.get(event.stream_id or 0)
+            if stream is not None:
+                self._drop(stream)
+        elif isinstance(event, WindowUpdated):
+            targets = self._streams.values() if not event.stream_id else [self._streams.get(event.stream_id)]
+            for stream in targets:
+                if stream is not None:
+                    stream.window.set()
+        elif isinstance(event, ConnectionTerminated):
+            self._close()
+
+    def _start(self, event: RequestReceived) -> None:
+        stream_id = event.stream_id or 0
+        pseudo: dict[bytes, bytes] = {}
+        headers: list[tuple[bytes, bytes]] = []
+        for name, value in cast(list[tuple[bytes, bytes]], event.headers or []):
+            if name.startswith(b":"):
+                pseudo[name] = value
+            else:
+                headers.append((name, value))
+        if b":authority" in pseudo and not any(name == b"host" for name, _ in headers):
+            headers.append((b"host", pseudo[b":authority"]))
+        raw_path, _, query = pseudo.get(b":path", b"/").partition(b"?")
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "2",
+            "method": pseudo.get(b":method", b"GET").decode("ascii", "replace"),
+            "scheme": "https",
+            "path": unquote(raw_path.decode("ascii", "replace")),
+            "raw_path": raw_path,
+            "query_string": query,
+            "root_path": "",
+            "headers": headers,
+            "client": self._client,
+            "server": self._server,
+            "state": {},
+        }
+        stream = _Stream(stream_id)
+        self._streams[stream_id] = stream
+        self._disarm_idle()
+        if event.stream_ended is not None:
+            stream.ended = True
+        else:
+            stream.deadline = asyncio.get_running_loop().call_later(self._request_timeout, self._expired, stream)
+        task = asyncio.get_running_loop().create_task(self._serve(stream, scope))
+        self._state.tasks.add(task)
+        task.add_done_callback(self._state.tasks.discard)
+
+    def _expired(self, stream: _Stream) -> None:
+        if stream.ended or self._streams.get(stream.id) is not stream:
+            return
+        log.info(
+            "resetting an HTTP/2 stream whose request did not arrive within %gs client=%s",
+            self._request_timeout,
+            self._client,
+        )
+        self._reset(stream, ErrorCodes.CANCEL)
+
+    # --- one request -------------------------------------------------------------------------------------------
+
+    async def _serve(self, stream: _Stream, scope: dict[str, Any]) -> None:
+        started: dict[str, Any] = {}
+
+        async def receive() -> Message:
+            while not stream.closed:
+                if stream.chunks:
+                    data, length = stream.chunks.popleft()
+                    self._acknowledge(stream, length)
+                    more = bool(stream.chunks) or not stream.ended
+                    started["read"] = not more
+                    return {"type": "http.request", "body": data, "more_body": more}
+                if stream.ended and not started.get("read"):
+                    started["read"] = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+                stream.arrived.clear()
+                await stream.arrived.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            if stream.closed:
+                return
+            if message["type"] == "http.response.start":
+                started["status"] = message["status"]
+                started["headers"] = list(message.get("headers", []))
+                return
+            if message["type"] != "http.response.body" or "status" not in started:
+                return
+            body = bytes(message.get("body", b""))
+            more = bool(message.get("more_body", False))
+            if not started.get("sent"):
+                started["sent"] = True
+                status = [(b":status", str(started["status"]).encode())]
+                headers = [(n, bytes(v)) for n, v in ((bytes(n).lower(), v) for n, v in started["headers"])]
+                headers = [(n, v) for n, v in headers if n not in _CONNECTION_HEADERS]
+                try:
+                    self._h2.send_headers(stream.id, status + headers, end_stream=not body and not more)
+                except H2Error:  # reset by the client meanwhile
+                    self._drop(stream)
+                    return
+                self._flush()
+                if not body and not more:
+                    self._finish(stream)
+                    return
+            await self._send_data(stream, body, end=not more)
+
+        try:
+            await self._app(scope, receive, send)
+        except Exception:
+            log.exception("HTTP/2 request failed path=%s", scope["path"])
+            if not stream.closed:
+                self._reset(stream, ErrorCodes.INTERNAL_ERROR)
+            return
+        if not stream.closed:  # the app returned without a complete response
+            self._reset(stream, ErrorCodes.INTERNAL_ERROR if not started.get("sent") else ErrorCodes.NO_ERROR)
+
+    async def _send_data(self, stream: _Stream, body: bytes, *, end: bool) -> None:
+        view = memoryview(body)
+        while not stream.closed:
+            try:
+                window = self._h2.local_flow_control_window(stream.id)
+                size = min(window, self._h2.max_outbound_frame_size, len(view))
+                if size <= 0 and view:
+                    stream.window.clear()
+                    await stream.window.wait()
+                    continue
+                last = size == len(view)
+                self._h2.send_data(stream.id, bytes(view[:size]), end_stream=end and last)  # END_STREAM rides along
+            except H2Error:
+                self._drop(stream)
+                return
+            view = view[size:]
+            self._flush()
+            if last:
+                break
+        if end and not stream.closed:
+            self._finish(stream)
+
+    # --- bookkeeping -------------------------------------------------------------------------------------------
+
+    def _acknowledge(self, stream: _Stream, length: int) -> None:
+        if length and not stream.closed and self._transport is not None:
+            try:
+                self._h2.acknowledge_received_data(length, stream.id)
+            except H2Error:
+                return
+            self._flush()
+
+    def _finish(self, stream: _Stream) -> None:
+        """The response is sent. The rest of a request still arriving (an early 4xx) is read and dropped until its
+        end or its deadline: a reset would make some clients fail the request they were still sending."""
+        if not stream.ended:
+            stream.closed = True
+            self._discard(stream)
+            stream.wake()
+            return
+        self._drop(stream)
+
+    def _discard(self, stream: _Stream) -> None:
+        """Drop what the app did not read, reopening the connection's window for it (h2 does that for a closed
+        stream too): a window left shrunk would stall every later stream."""
+        pending = sum(length for _, length in stream.chunks)
+        stream.chunks.clear()
+        if pending and self._transport is not None:
+            with contextlib.suppress(H2Error):
+                self._h2.acknowledge_received_data(pending, stream.id)
+            self._flush()
+
+    def _reset(self, stream: _Stream, code: ErrorCodes) -> None:
+        if self._transport is not None:
+            with contextlib.suppress(H2Error):  # already closed on the client's side
+                self._h2.reset_stream(stream.id, error_code=code)
+            self._flush()
+        self._drop(stream)
+
+    def _drop(self, stream: _Stream) -> None:
+        stream.closed = True
+        self._discard(stream)
+        _cancel(stream.deadline)
+        stream.wake()
+        if self._streams.pop(stream.id, None) is not None and not self._streams:
+            if self._closing:
+                self._close()
+            else:
+                self._arm_idle(self._keep_alive)
+
+    def _arm_idle(self, seconds: float) -> None:
+        self._disarm_idle()
+        if self._transport is not None:
+            self._idle = asyncio.get_running_loop().call_later(seconds, self._idle_expired)
+
+    def _disarm_idle(self) -> None:
+        _cancel(self._idle)
+        self._idle = None
+
+    def _idle_expired(self) -> None:
+        self._idle = None
+        if self._transport is not None and not self._streams:
+            self._h2.close_connection()
+            self._flush()
+            self._close()
+
+    def _flush(self) -> None:
+        """Write what h2 has queued once this turn of the event loop is over: a response's HEADERS and DATA frames
+        (and the WINDOW_UPDATEs for its request, and whatever other streams answered meanwhile) go out as one TLS
+        record and one send. Written frame by frame they took four of each per call, and the writes were the
+        largest single cost of a call on the real harness (py-spy)."""
+        if not self._flush_pending and self._transport is not None:
+            self._flush_pending = True
+            asyncio.get_running_loop().call_soon(self._write)
+
+    def _write(self) -> None:
+        self._flush_pending = False
+        data = self._h2.data_to_send()
+        if data and self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def _close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._write()  # a GOAWAY or a reset queued just before goes out ahead of the close
+            self._transport.close()
+
+
+def _cancel(handle: asyncio.TimerHandle | None) -> None:
+    if handle is not None:
+        handle.cancel()
+
+
+def _address(value: object) -> tuple[str, int] | None:
+    if isinstance(value, tuple) and len(value) >= 2:
+        return str(value[0]), int(value[1])
+    return None
