@@ -1,10 +1,11 @@
 """A real Kubernetes control plane on loopback, for the end-to-end tests (``tests/e2e``) and ``bench_e2e --real``.
 
 What it owns: starting etcd and kube-apiserver (authentication by tokens, RBAC on, service-account tokens),
-installing ``deploy/`` with kubectl as a user would, fake GPU nodes with real topology labels, a kubelet stand-in
-that runs bound pods (init containers included, with the token their pod mounts), tokens from the TokenRequest API,
-and running ``grove-extender serve``, ``grove-extender reconcile`` and kube-scheduler as their shipped
-ServiceAccounts with the shipped configuration (``components``). Every process it starts is stopped by PID, also
+installing the ``standalone`` overlay as a user would (``kubectl apply -k``, ``grove-extender certs --apply``:
+``install``), fake GPU nodes with real topology labels, a kubelet stand-in that runs bound pods (init containers
+included, with the token their pod mounts), tokens from the TokenRequest API, and running ``grove-extender serve``,
+``grove-extender reconcile`` and kube-scheduler as their installed ServiceAccounts, from the Deployments and
+ConfigMaps the API server holds (``components``). Every process it starts is stopped by PID, also
 when a test fails, and its log is kept in the control plane's folder.
 
 What it does not own: the binaries. They come from the folder named by ``KUBEBUILDER_ASSETS`` (envtest's

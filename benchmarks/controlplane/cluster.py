@@ -1,5 +1,6 @@
-"""``ControlPlane``: etcd, kube-apiserver, ``deploy/`` installed, fake GPU nodes, a kubelet stand-in, and the
-product's three processes run as their shipped ServiceAccounts — started in that order, stopped by PID.
+"""``ControlPlane``: etcd, kube-apiserver, the ``standalone`` overlay installed as a user installs it, fake GPU
+nodes, a kubelet stand-in, and the product's three processes run as their installed ServiceAccounts and
+Deployments — started in that order, stopped by PID.
 
     with ControlPlane.start(assets, folder, nodes=gpu_nodes(1008)) as cp:
         cp.kubectl("get", "nodes")
@@ -93,6 +94,7 @@ class ControlPlane:
     scheduler: Child | None = None
     default_scheduler: Child | None = None
     kubeconfigs: dict[str, Path] = field(default_factory=dict)
+    installed: Path | None = None  # the kustomization applied (``kubectl delete -k`` of it uninstalls)
 
     # --- start and stop -------------------------------------------------------------------------------------------
 
@@ -106,9 +108,11 @@ class ControlPlane:
         nodes: Sequence[NodeSpec] = (),
         components: bool = True,
         agents: bool = True,
+        installed: bool = True,
     ) -> Iterator[ControlPlane]:
         """Everything up (components after the nodes exist); everything stopped on leaving, also on failure.
-        ``agents``: the kubelet, garbage-collector and token-controller stand-ins."""
+        ``agents``: the kubelet, garbage-collector and token-controller stand-ins. ``installed=False``: no install
+        and no components (a test then calls ``install`` and starts them itself)."""
         folder.mkdir(parents=True, exist_ok=True)
         supervisor = Supervisor(folder)
         api: Api | None = None
@@ -122,10 +126,9 @@ class ControlPlane:
             )  # fmt: skip
             plane = cls(assets, folder, supervisor, server, api, Kubectl(assets["kubectl"], admin))
             plane.kubeconfigs["admin"] = admin
-            install(plane.kubectl, folder)
-            secret_files(plane.kubectl, "grove-extender-tls", folder / "extender-tls")
-            secret_files(plane.kubectl, "grove-scheduler-extender-client", folder / "scheduler-client")
             plane.ensure_namespace("default")
+            if installed:
+                plane.install()
             started = time.monotonic()
             create_nodes(api, nodes)
             log.info("created %d nodes in %.1f s", len(nodes), time.monotonic() - started)
@@ -135,7 +138,7 @@ class ControlPlane:
                 plane.token_controller = TokenController(api, signing_key=server.keys.service_account_key)
                 for stand_in in (plane.kubelet, plane.collector, plane.token_controller):
                     stand_in.start()
-            if components:
+            if components and installed:
                 plane.start_extender()
                 plane.start_reconciler(wait=True)
                 plane.start_scheduler()
@@ -147,6 +150,18 @@ class ControlPlane:
             supervisor.stop_all()
             if api is not None:
                 api.close()
+
+    def install(self) -> None:
+        """As the README's install section: ``kubectl apply -k`` of a kustomization naming the overlay, then
+        ``grove-extender certs --apply``; the two Secrets then copied to files, as their volumes mount them."""
+        self.installed = install(self.kubectl, self.folder / "install")
+        secret_files(self.kubectl, "grove-extender-tls", self.folder / "extender-tls")
+        secret_files(self.kubectl, "grove-scheduler-extender-client", self.folder / "scheduler-client")
+
+    def installed_object(self, kind: str, name: str) -> dict[str, Any]:
+        """A Deployment or ConfigMap of ``grove-system`` as the API server holds it: what a pod would run."""
+        found: dict[str, Any] = self.kubectl.json("-n", NAMESPACE, "get", kind, name)
+        return found
 
     # --- identities -----------------------------------------------------------------------------------------------
 
@@ -182,8 +197,8 @@ class ControlPlane:
         kubeconfig = self.account_kubeconfig("grove-extender")
         ports = ports or components.ExtenderPorts(free_port(), free_port(), free_port())
         argv = components.extender_argv(
-            grove_extender(), kubeconfig=kubeconfig, tls=self.folder / "extender-tls", ports=ports,
-            identity=EXTENDER_IDENTITY, extra=extra,
+            grove_extender(), deployment=self.installed_object("deployment", "grove-extender"), kubeconfig=kubeconfig,
+            tls=self.folder / "extender-tls", ports=ports, identity=EXTENDER_IDENTITY, extra=extra,
         )  # fmt: skip
         self.extender = Extender(self.supervisor.start("extender", argv), ports)
         if wait:
@@ -213,11 +228,14 @@ class ControlPlane:
 
     def start_reconciler(self, *, extra: tuple[str, ...] = (), wait: bool = False) -> Child:
         """``grove-extender reconcile`` as the Deployment runs it, as ServiceAccount ``grove-reconciler``; ``extra``
-        flags appended (``--mnnvl``, as the README tells an operator to add it; ``--namespace``). ``wait``: until
-        its ``/readyz`` answers 200 (every informer listed once)."""
+        flags appended (``--mnnvl`` or ``--namespace`` for a test that changes its rights). ``wait``: until its
+        ``/readyz`` answers 200 (every informer listed once)."""
         kubeconfig = self.account_kubeconfig("grove-reconciler")
+        deployment = self.installed_object("deployment", "grove-reconciler")
         self.reconciler_probe_port = port = free_port()
-        argv = components.reconciler_argv(grove_extender(), kubeconfig=kubeconfig, probe_port=port)
+        argv = components.reconciler_argv(
+            grove_extender(), deployment=deployment, kubeconfig=kubeconfig, probe_port=port
+        )
         self.reconciler = self.supervisor.start("reconciler", [*argv, *extra])
         if wait:
             self.wait_reconciler_ready()
@@ -258,8 +276,9 @@ class ControlPlane:
         assert self.extender is not None
         kubeconfig = self.account_kubeconfig(SCHEDULER_ACCOUNT)
         config = components.grove_scheduler_config(
-            kubeconfig=kubeconfig, extender_url=self.extender.url, client=self.folder / "scheduler-client",
-            overrides=overrides,
+            config_map=self.installed_object("configmap", "grove-scheduler-config"),
+            deployment=self.installed_object("deployment", "grove-scheduler"), kubeconfig=kubeconfig,
+            extender_url=self.extender.url, client=self.folder / "scheduler-client", overrides=overrides,
         )  # fmt: skip
         self.scheduler = self._start_scheduler(name, config, wait=wait)
         return self.scheduler
@@ -289,6 +308,7 @@ class ControlPlane:
         """The cluster's own kube-scheduler (profile ``default-scheduler``) with the preempt guard applied."""
         assert self.extender is not None
         config = components.default_scheduler_config(
+            guard_map=self.installed_object("configmap", "grove-default-scheduler-preempt-guard"),
             kubeconfig=self._scheduler_user_kubeconfig(), extender_url=self.extender.url,
             client=self.folder / "scheduler-client",
         )  # fmt: skip
@@ -307,8 +327,9 @@ class ControlPlane:
         cert_dir = self.folder / f"{name}-certs"
         cert_dir.mkdir(exist_ok=True)
         argv = components.scheduler_argv(
-            self.assets["kube-scheduler"], config=path, kubeconfig=Path(config["clientConnection"]["kubeconfig"]),
-            cert_dir=cert_dir, secure_port=free_port(),
+            self.assets["kube-scheduler"], deployment=self.installed_object("deployment", "grove-scheduler"),
+            config=path, kubeconfig=Path(config["clientConnection"]["kubeconfig"]), cert_dir=cert_dir,
+            secure_port=free_port(),
         )  # fmt: skip
         child = self.supervisor.start(name, argv)
         if wait:

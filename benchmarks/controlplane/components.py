@@ -1,5 +1,5 @@
-"""What the shipped Deployments run, as commands on this machine: read from ``deploy/``, rewritten only where a
-process outside a pod must differ from the pod.
+"""What the shipped Deployments run, as commands on this machine: read from the Deployments and ConfigMaps the API
+server holds (as the install put them there), rewritten only where a process outside a pod must differ from the pod.
 
 A container's command and args are taken as they are, with the kubelet's part done here: ``$(VAR)`` expanded from
 the container's env (the downward API's pod name and namespace), and every path under a volume's ``mountPath``
@@ -9,7 +9,7 @@ moved into the folder that stands in for that volume. Then, per component, only 
   listens on free loopback ports (the Deployment's ports are fixed, and other control planes share the machine),
   with ``--debug-port`` added for ``/metrics``;
 - the reconciler: ``--kubeconfig`` (a token of ``grove-reconciler``), its probes on a free loopback port, and
-  ``--initc-image`` kept as shipped;
+  ``--initc-image`` as its env gives it;
 - kube-scheduler: ``clientConnection.kubeconfig`` (a token of ``grove-scheduler``), the extender's ``urlPrefix`` on
   loopback with ``tlsConfig.serverName`` set to the Service name the URL had (the extender's certificate is issued
   for that name, and verification must still check it), and a free ``--secure-port``.
@@ -40,8 +40,11 @@ __all__ = [
     "scheduler_argv",
 ]
 
+Object = Mapping[str, Any]
+
 
 def document(manifest: str, kind: str, name: str) -> dict[str, Any]:
+    """One object of a file under ``deploy/``, as shipped (for tests that change and re-apply it)."""
     for doc in yaml.safe_load_all((DEPLOY / manifest).read_text()):
         if doc and doc.get("kind") == kind and doc["metadata"]["name"] == name:
             found: dict[str, Any] = doc
@@ -49,10 +52,9 @@ def document(manifest: str, kind: str, name: str) -> dict[str, Any]:
     raise LookupError(f"{manifest} holds no {kind} {name}")
 
 
-def container(manifest: str, deployment: str) -> dict[str, Any]:
-    """The first container of ``deployment`` in ``manifest``, with its volume mounts resolved to volume names."""
-    spec = document(manifest, "Deployment", deployment)["spec"]["template"]["spec"]
-    found: dict[str, Any] = spec["containers"][0]
+def container(deployment: Object) -> dict[str, Any]:
+    """The first container of ``deployment``."""
+    found: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
     return found
 
 
@@ -93,9 +95,16 @@ class ExtenderPorts:
 
 
 def extender_argv(
-    executable: str, *, kubeconfig: Path, tls: Path, ports: ExtenderPorts, identity: str, extra: tuple[str, ...] = ()
+    executable: str,
+    *,
+    deployment: Object,
+    kubeconfig: Path,
+    tls: Path,
+    ports: ExtenderPorts,
+    identity: str,
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
-    spec = container("extender.yaml", "grove-extender")
+    spec = container(deployment)
     argv = _kubelet_argv(
         spec,
         mounts=_mounts(spec, {"tls": tls}),
@@ -114,11 +123,11 @@ def extender_argv(
     return [*argv, *extra]
 
 
-def reconciler_argv(executable: str, *, kubeconfig: Path, probe_port: int) -> list[str]:
-    spec = container("reconciler.yaml", "grove-reconciler")
+def reconciler_argv(executable: str, *, deployment: Object, kubeconfig: Path, probe_port: int) -> list[str]:
+    spec = container(deployment)
     argv = _kubelet_argv(spec, mounts={}, env={})
     if argv[0] != "grove-extender":
-        raise LookupError(f"reconciler.yaml runs {argv[0]!r}, not grove-extender")
+        raise LookupError(f"the reconciler's Deployment runs {argv[0]!r}, not grove-extender")
     argv = [executable, *argv[1:]]
     for flag, value in (
         ("--kubeconfig", str(kubeconfig)),
@@ -127,12 +136,6 @@ def reconciler_argv(executable: str, *, kubeconfig: Path, probe_port: int) -> li
     ):
         argv = _replace_flag(argv, flag, value)
     return argv
-
-
-def _shipped_scheduler_config() -> dict[str, Any]:
-    config_map = document("grove-scheduler.yaml", "ConfigMap", "grove-scheduler-config")
-    config: dict[str, Any] = yaml.safe_load(config_map["data"]["config.yaml"])
-    return config
 
 
 def _loopback_extender(entry: dict[str, Any], *, url: str, client: Path, mount_path: str) -> dict[str, Any]:
@@ -149,12 +152,18 @@ def _loopback_extender(entry: dict[str, Any], *, url: str, client: Path, mount_p
 
 
 def grove_scheduler_config(
-    *, kubeconfig: Path, extender_url: str, client: Path, overrides: Mapping[str, Any] | None = None
+    *,
+    config_map: Object,
+    deployment: Object,
+    kubeconfig: Path,
+    extender_url: str,
+    client: Path,
+    overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The shipped KubeSchedulerConfiguration with the kubeconfig, loopback URL and client files rewritten;
-    ``overrides`` (e.g. ``clientConnection.qps`` for a benchmark) merged on top, key by key."""
-    config = _shipped_scheduler_config()
-    mount_path = _scheduler_mount_path("extender-client")
+    """The installed KubeSchedulerConfiguration (``config_map``'s) with the kubeconfig, loopback URL and client files
+    rewritten; ``overrides`` (e.g. ``clientConnection.qps`` for a benchmark) merged on top, key by key."""
+    config: dict[str, Any] = yaml.safe_load(config_map["data"]["config.yaml"])
+    mount_path = _mount_path(deployment, "extender-client")
     config["extenders"] = [
         _loopback_extender(e, url=extender_url, client=client, mount_path=mount_path) for e in config["extenders"]
     ]
@@ -167,10 +176,10 @@ def grove_scheduler_config(
     return config
 
 
-def default_scheduler_config(*, kubeconfig: Path, extender_url: str, client: Path) -> dict[str, Any]:
+def default_scheduler_config(*, guard_map: Object, kubeconfig: Path, extender_url: str, client: Path) -> dict[str, Any]:
     """The cluster's own kube-scheduler (profile ``default-scheduler``) with the preempt guard's ``extenders`` block
-    copied in, as ``deploy/default-scheduler-preempt-guard.yaml`` tells an operator to."""
-    guard_map = document("default-scheduler-preempt-guard.yaml", "ConfigMap", "grove-default-scheduler-preempt-guard")
+    (``guard_map``: the ConfigMap the ``preempt-guard`` component installs) copied in, as its file tells an operator
+    to."""
     guard = yaml.safe_load(guard_map["data"]["scheduler-config.yaml"])
     mount_path = "/etc/kubernetes/grove-extender-client"  # where the guard's comment has the operator put the files
     return {
@@ -184,17 +193,18 @@ def default_scheduler_config(*, kubeconfig: Path, extender_url: str, client: Pat
     }
 
 
-def _scheduler_mount_path(volume: str) -> str:
-    spec = container("grove-scheduler.yaml", "grove-scheduler")
-    return str(next(m["mountPath"] for m in spec["volumeMounts"] if m["name"] == volume))
+def _mount_path(deployment: Object, volume: str) -> str:
+    return str(next(m["mountPath"] for m in container(deployment)["volumeMounts"] if m["name"] == volume))
 
 
-def scheduler_argv(binary: str, *, config: Path, kubeconfig: Path, cert_dir: Path, secure_port: int) -> list[str]:
+def scheduler_argv(
+    binary: str, *, deployment: Object, config: Path, kubeconfig: Path, cert_dir: Path, secure_port: int
+) -> list[str]:
     """The shipped kube-scheduler command with its volumes moved to files here and a free secure port. In a pod
     its secure port authenticates and authorizes callers through the in-cluster identity; outside one that
     identity is named (``--authentication-kubeconfig``, ``--authorization-kubeconfig``), so the same lookups —
     and the shipped ``extension-apiserver-authentication-reader`` binding they need — happen here too."""
-    spec = container("grove-scheduler.yaml", "grove-scheduler")
+    spec = container(deployment)
     argv = _kubelet_argv(spec, mounts=_mounts(spec, {"certs": cert_dir}), env={})
     argv = _replace_flag([binary, *argv[1:]], "--config", str(config))
     for flag, value in (

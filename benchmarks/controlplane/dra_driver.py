@@ -1,8 +1,8 @@
 """A stand-in for the NVIDIA DRA driver's ComputeDomain CRD (``computedomains.resource.nvidia.com``, v1beta1), served
 only when a scenario asks: what ``grove-extender reconcile --mnnvl`` needs served before it starts (Grove's MNNVL
-preflight), and the kind the shipped ``deploy/reconciler-rbac-mnnvl.yaml`` grants. Only its names: no schema (a
-domain's spec is kept as written) and no driver behind it, so no domain becomes ready and no ResourceClaimTemplate is
-made for the enrolled pods to claim.
+preflight), and the kind the shipped ``deploy/overlays/mnnvl/reconciler-rbac-mnnvl.yaml`` grants. Only its names: no
+schema (a domain's spec is kept as written) and no driver behind it, so no domain becomes ready and no
+ResourceClaimTemplate is made for the enrolled pods to claim.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """``bench_e2e --real``: the same-run throughput benchmark on a real kube-apiserver and kube-scheduler
 (``benchmarks.controlplane``), from ``KUBEBUILDER_ASSETS``.
 
-One control plane (etcd, kube-apiserver, ``deploy/`` installed, 1,008 fake GB200-like nodes × 4 GPUs), two phases
-on it, the pods and PodGangs created first and kube-scheduler started after, client QPS 500 for both:
+One control plane (etcd, kube-apiserver, the ``standalone`` overlay installed, 1,008 fake GB200-like nodes × 4
+GPUs), two phases on it, the pods and PodGangs created first and kube-scheduler started after, client QPS 500 for
+both:
 
 1. **through the extender**: ``grove-extender serve`` as the shipped Deployment runs it (mTLS, its ServiceAccount),
    planned ahead, then kube-scheduler with the shipped ``grove`` profile;

@@ -1,4 +1,5 @@
-"""``grove-extender certs -o certs.yaml``: the mTLS certificates between kube-scheduler and the extender, as Secrets.
+"""``grove-extender certs --apply`` (or ``-o certs.yaml``): the mTLS certificates between kube-scheduler and the
+extender, as Secrets written to the API server (no key on disk: ``certs_apply``) or to a file.
 
 One fresh CA signs two certificates: the extender's serving certificate (names of its Service) and
 kube-scheduler's client certificate. Each goes into a ``kubernetes.io/tls`` Secret with the CA as ``ca.crt``, the
@@ -10,8 +11,8 @@ shape cert-manager writes too, so ``deploy/`` mounts the same Secrets whichever 
   against ``ca.crt`` (``tlsConfig`` of the extender in its configuration). The certificate names ``grove-scheduler``
   (common name and DNS subject alternative name), the name ``serve --client-san`` requires by default.
 
-The CA's private key is never written: renewing means running the command again, applying, and restarting both
-Deployments. ``cryptography`` is the ``certs`` extra, imported only here: the extender itself reads PEM files.
+The CA's private key is never written: renewing means running the command again and restarting both Deployments.
+``cryptography`` is the ``certs`` extra, imported only here: the extender itself reads PEM files.
 """
 
 from __future__ import annotations
@@ -226,11 +227,18 @@ def secrets_manifest(issued: Issued, *, namespace: str) -> str:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "certs",
-        help="issue the mTLS certificates between kube-scheduler and the extender, as Secrets to kubectl apply",
+        help="issue the mTLS certificates between kube-scheduler and the extender, as Secrets in the cluster",
         description="Write two kubernetes.io/tls Secrets: the extender's serving certificate and kube-scheduler's "
         "client certificate, signed by a fresh CA whose key is not kept. Needs the 'certs' extra.",
     )
-    parser.add_argument("-o", "--output", required=True, help="YAML file to write (mode 0600: it holds keys)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--apply", action="store_true", help="write the Secrets to the API server (server-side apply; no file)"
+    )
+    where.add_argument("-o", "--output", help="YAML file to write instead (mode 0600: it holds keys)")
+    parser.add_argument(
+        "--kubeconfig", help="with --apply: kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)"
+    )
     parser.add_argument("--namespace", default="grove-system", help="namespace of both Secrets (default: %(default)s)")
     parser.add_argument("--service", default="grove-extender", help="the extender's Service (default: %(default)s)")
     parser.add_argument("--days", type=int, default=365, help="validity (default: %(default)s)")
@@ -246,6 +254,8 @@ def run_certs(args: argparse.Namespace) -> int:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
+    if args.apply:
+        return _apply(issued, args)
     path = Path(args.output)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -260,4 +270,24 @@ def run_certs(args: argparse.Namespace) -> int:
         f"{path}; apply with: kubectl apply -f {path}",
         file=sys.stderr,
     )
+    return 0
+
+
+def _apply(issued: Issued, args: argparse.Namespace) -> int:
+    from scheduler.cli.certs_apply import ApplyError, apply_secrets, kubeconfig_path
+
+    secrets = list(yaml.safe_load_all(secrets_manifest(issued, namespace=args.namespace)))
+    try:
+        applied = apply_secrets(secrets, kubeconfig=kubeconfig_path(args.kubeconfig))
+    except ApplyError as err:
+        print(f"grove-extender certs --apply: {err}", file=sys.stderr)
+        return 1
+    for one in applied:
+        print(f"Secret {args.namespace}/{one.name} {'created' if one.created else 'replaced'}", file=sys.stderr)
+    if not all(one.created for one in applied):
+        print(
+            f"renewed: restart both to load the new CA: kubectl -n {args.namespace} rollout restart "
+            "deployment/grove-extender deployment/grove-scheduler",
+            file=sys.stderr,
+        )
     return 0

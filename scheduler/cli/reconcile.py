@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--namespace",
         help="list, watch and write only in this namespace: a Role there is all it needs "
-        "(deploy/reconciler-rbac-namespaced.yaml; default: every namespace)",
+        "(deploy/overlays/namespaced/reconciler-rbac-namespaced.yaml; default: every namespace)",
     )
     parser.add_argument("--scheduler-name", default="grove", help="schedulerName set on pods (default: grove)")
     parser.add_argument(

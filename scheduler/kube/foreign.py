@@ -18,7 +18,7 @@ from api.grove import LABEL_PODGANG
 __all__ = ["DEFAULT_SCHEDULER_NAMES", "ForeignPod", "OurPods"]
 
 DEFAULT_SCHEDULER_NAMES = frozenset({"grove"})
-"""The kube-scheduler profile of ``deploy/grove-scheduler.yaml``."""
+"""The kube-scheduler profile of ``deploy/base/grove-scheduler.yaml``."""
 
 _TERMINAL = ("Succeeded", "Failed")
 

@@ -74,9 +74,9 @@ def _decoder(kind: Kind, store: WatchedStore) -> Decoder[Model]:
 
 def _hints(resource: Resource) -> dict[int, str]:
     """What an operator can do about the two failures that never heal on their own."""
-    hints = {403: f"grant list/watch on {resource.plural} (deploy/extender-rbac.yaml)"}
+    hints = {403: f"grant list/watch on {resource.plural} (deploy/base/extender-rbac.yaml)"}
     if resource is PODGANGS:
-        hints[404] = "the PodGang CRD is not installed (kubectl apply -f deploy/crds/podgang.yaml)"
+        hints[404] = "no PodGang CRD: install Grove's, or ours (kubectl apply -k deploy/overlays/standalone)"
     return hints
 
 

@@ -58,7 +58,7 @@ def write_error(action: str, failure: Reply | ApiUnreachable, *, timeout: float)
     elif status == 403:
         message = (
             f"{action}: forbidden ({said}); grant the extender's ServiceAccount this permission "
-            "(deploy/extender-rbac.yaml)"
+            "(deploy/base/extender-rbac.yaml)"
         )
     elif status == 401:
         message = f"{action}: unauthorized ({said}); the extender's credentials are missing or expired"

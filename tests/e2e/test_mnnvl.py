@@ -1,9 +1,10 @@
 """MNNVL on the real API server, as the README has an operator turn it on: the NVIDIA DRA driver's ComputeDomain CRD
-(a stand-in: no driver runs here), ``deploy/reconciler-rbac-mnnvl.yaml`` applied, ``--mnnvl`` added to the
-reconciler's arguments. The shipped role is then enough (no refusal in any log: ``conftest.no_forbidden``; that it
-is needed is ``test_rbac``'s), the reconciler keeps one ComputeDomain per PodCliqueSet replica and group, and the
-enrolled pods claim from the template the domain names, as Grove's operator makes them. Afterwards the role is deleted
-and the reconciler runs as the Deployment has it again."""
+(a stand-in: no driver runs here), then ``kubectl apply -k deploy/overlays/mnnvl``, which adds the MNNVL role and
+``--mnnvl`` to the reconciler's Deployment (the reconciler is restarted from that Deployment). The shipped role is
+then enough (no refusal in any log: ``conftest.no_forbidden``; that it is needed is ``test_rbac``'s), the reconciler
+keeps one ComputeDomain per PodCliqueSet replica and group, and the enrolled pods claim from the template the domain
+names, as Grove's operator makes them. Afterwards the role is deleted, the install applied again as it was, and the
+reconciler runs as that Deployment has it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from benchmarks.controlplane.dra_driver import serve_compute_domains
 from benchmarks.controlplane.install import DEPLOY
 from tests.e2e.reads import apply_in, pods, wait_for
 
-RBAC = DEPLOY / "reconciler-rbac-mnnvl.yaml"
+OVERLAY = DEPLOY / "overlays" / "mnnvl"
+RBAC = OVERLAY / "reconciler-rbac-mnnvl.yaml"
 MNNVL_PCS = """  # GPU cliques enrolled in an MNNVL group, and a CPU clique that is not
 apiVersion: grove.io/v1alpha1
 kind: PodCliqueSet
@@ -47,17 +49,17 @@ spec:
 @pytest.fixture
 def mnnvl_on(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     plane = control_plane
+    assert plane.installed is not None and plane.reconciler is not None
     serve_compute_domains(plane.kubectl)
-    plane.kubectl("apply", "-f", str(RBAC))
-    assert plane.reconciler is not None
+    plane.kubectl("apply", "-k", str(OVERLAY))
     plane.reconciler.stop(kill=True)
-    plane.start_reconciler(extra=("--mnnvl",))
+    plane.start_reconciler()
     try:
         yield plane
     finally:
-        assert plane.reconciler is not None
         plane.reconciler.stop(kill=True)
         plane.kubectl("delete", "--ignore-not-found", "-f", str(RBAC))
+        plane.kubectl("apply", "-k", str(plane.installed))
         plane.start_reconciler()
 
 

@@ -1,6 +1,7 @@
 """Preemption on full nodes never breaks a bound gang below ``minReplicas``: neither for a high-priority pod of the
-cluster's own kube-scheduler (profile ``default-scheduler``, with ``deploy/default-scheduler-preempt-guard.yaml``'s
-extender entry copied into its configuration as that file says) nor for one of the ``grove`` profile. And it still
+cluster's own kube-scheduler (profile ``default-scheduler``, with the extender entry of
+``deploy/components/preempt-guard/default-scheduler-preempt-guard.yaml`` copied into its configuration as that file
+says) nor for one of the ``grove`` profile. And it still
 preempts where no gang is at stake: a lone low-priority pod is evicted as usual.
 
 The scenario has a pool of three tainted nodes of its own (4 GPUs each), so nothing else lands there: a gang of 8

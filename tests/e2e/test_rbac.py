@@ -36,7 +36,9 @@ LEASE = {"extender": "grove-extender", "scheduler": "grove-scheduler"}
 # The API server's refusal to let a role be created that grants more than its creator holds.
 ESCALATION = r"attempting to grant RBAC permissions not currently held"
 # Shipped apart, for `reconcile --mnnvl` only: applied for its case, deleted after it.
-MNNVL = "reconciler-rbac-mnnvl.yaml"
+MNNVL = "overlays/mnnvl/reconciler-rbac-mnnvl.yaml"
+RECONCILER_RBAC = "overlays/standalone/reconciler-rbac.yaml"
+SCHEDULER = "base/grove-scheduler.yaml"
 
 # A PodCliqueSet that needs every kind of object the reconciler makes: cliques started in order (the init
 # container's ServiceAccount, Role, RoleBinding and token Secret), a scaling group, an HPA, a topology binding; one
@@ -154,11 +156,11 @@ def _denied(account: str, verbs: list[str], resources: list[str]) -> str:
 
 def _rule_cases() -> list[Case]:
     roles = [
-        ("extender", "extender-rbac.yaml", "ClusterRole", "grove-extender"),
-        ("extender", "extender-rbac.yaml", "Role", "grove-extender-lease"),
-        ("reconciler", "reconciler-rbac.yaml", "ClusterRole", "grove-reconciler"),
+        ("extender", "base/extender-rbac.yaml", "ClusterRole", "grove-extender"),
+        ("extender", "base/extender-rbac.yaml", "Role", "grove-extender-lease"),
+        ("reconciler", RECONCILER_RBAC, "ClusterRole", "grove-reconciler"),
         ("reconciler", MNNVL, "ClusterRole", "grove-reconciler-mnnvl"),
-        ("scheduler", "grove-scheduler.yaml", "Role", "grove-scheduler-lease"),
+        ("scheduler", SCHEDULER, "Role", "grove-scheduler-lease"),
     ]
     cases = []
     for component, manifest, kind, name in roles:
@@ -174,18 +176,18 @@ def _rule_cases() -> list[Case]:
                 expect = r"cannot set blockOwnerDeletion"
             cases.append(Case(component, manifest, kind, name, index, expect))
     # The pods rule's `get` is never called: RBAC lets the reconciler create the init container's Role
-    # (get/list/watch pods) only while it holds all three itself (deploy/reconciler-rbac.yaml says so).
-    pods = next(i for i, r in enumerate(document("reconciler-rbac.yaml", "ClusterRole", "grove-reconciler")["rules"])
+    # (get/list/watch pods) only while it holds all three itself (its file, RECONCILER_RBAC, says so).
+    pods = next(i for i, r in enumerate(document(RECONCILER_RBAC, "ClusterRole", "grove-reconciler")["rules"])
                 if r["resources"] == ["pods"])  # fmt: skip
-    cases.append(Case("reconciler", "reconciler-rbac.yaml", "ClusterRole", "grove-reconciler", pods, ESCALATION,
+    cases.append(Case("reconciler", RECONCILER_RBAC, "ClusterRole", "grove-reconciler", pods, ESCALATION,
                       verbs=("get",)))  # fmt: skip
     scheduler = ACCOUNT["scheduler"]
     cases += [
-        Case("scheduler", "grove-scheduler.yaml", "ClusterRoleBinding", "grove-scheduler-as-kube-scheduler", None,
+        Case("scheduler", SCHEDULER, "ClusterRoleBinding", "grove-scheduler-as-kube-scheduler", None,
              _denied(scheduler, ["list", "watch"], ["pods", "nodes"])),
-        Case("scheduler", "grove-scheduler.yaml", "ClusterRoleBinding", "grove-scheduler-as-volume-scheduler", None,
+        Case("scheduler", SCHEDULER, "ClusterRoleBinding", "grove-scheduler-as-volume-scheduler", None,
              _denied(scheduler, ["list", "watch"], ["storageclasses"])),
-        Case("scheduler", "grove-scheduler.yaml", "RoleBinding", "grove-scheduler-auth-reader", None,
+        Case("scheduler", SCHEDULER, "RoleBinding", "grove-scheduler-auth-reader", None,
              _denied(scheduler, ["get", "list", "watch"], ["configmaps"])),
     ]  # fmt: skip
     return cases

@@ -1,13 +1,13 @@
 """The reconciler kept to what is its own, on the real API server.
 
-- ``deploy/reconciler-ownership-policy.yaml``: the reconciler's account, which RBAC lets patch and delete any pod,
-  is refused by the ValidatingAdmissionPolicy — with the policy's message — on a pod (or ServiceAccount) that is not
-  labelled as the reconciler's, including relabelling it into one; the reconciler's own pods are made, patched and
-  deleted as before, and the admin is not affected.
-- ``deploy/reconciler-rbac-namespaced.yaml``: with the cluster-wide binding deleted, the reconciler run with
-  ``--namespace`` becomes ready (its informers list and watch only there) and converges PodCliqueSets that need
-  every kind it makes, with no 403 in its log (``conftest.no_forbidden``); a PodCliqueSet in another namespace is
-  left alone.
+- ``deploy/reconciler/reconciler-ownership-policy.yaml``: the reconciler's account, which RBAC lets patch and delete
+  any pod, is refused by the ValidatingAdmissionPolicy — with the policy's message — on a pod (or ServiceAccount)
+  that is not labelled as the reconciler's, including relabelling it into one; the reconciler's own pods are made,
+  patched and deleted as before, and the admin is not affected.
+- ``deploy/overlays/namespaced/reconciler-rbac-namespaced.yaml``: with the cluster-wide binding deleted, the
+  reconciler run with ``--namespace`` becomes ready (its informers list and watch only there) and converges
+  PodCliqueSets that need every kind it makes, with no 403 in its log (``conftest.no_forbidden``); a PodCliqueSet in
+  another namespace is left alone.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from benchmarks.controlplane.workload import Gang, pod_manifest
 from tests.e2e.reads import all_whole, apply_in, clear_namespace, condition, gang_state, podgangs, pods, wait_for
 from tests.e2e.test_rbac import TRIGGER
 
-POLICY = document("reconciler-ownership-policy.yaml", "ValidatingAdmissionPolicy", "grove-reconciler-owned-objects")
+POLICY = document(
+    "reconciler/reconciler-ownership-policy.yaml", "ValidatingAdmissionPolicy", "grove-reconciler-owned-objects"
+)
 MESSAGE = POLICY["spec"]["validations"][0]["message"]
 OURS = "app.kubernetes.io/managed-by=grove-operator"
 PART_OF = "app.kubernetes.io/part-of"
@@ -121,7 +123,7 @@ def namespaced(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     """The reconciler as the namespace-scoped install runs it: the cluster-wide binding gone, the namespaced RBAC
     applied into ``namespace``, ``--namespace`` on its command. Afterwards the shipped install again."""
     plane = control_plane
-    manifest = str(DEPLOY / "reconciler-rbac-namespaced.yaml")
+    manifest = str(DEPLOY / "overlays/namespaced/reconciler-rbac-namespaced.yaml")
     try:
         plane.kubectl("delete", "clusterrolebinding", "grove-reconciler")
         plane.kubectl("apply", "-n", namespace, "-f", manifest)
@@ -130,7 +132,7 @@ def namespaced(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
         plane.start_reconciler(extra=(f"--namespace={namespace}",), wait=True)
         yield namespace
     finally:
-        plane.kubectl("apply", "-f", str(DEPLOY / "reconciler-rbac.yaml"))
+        plane.kubectl("apply", "-f", str(DEPLOY / "overlays/standalone/reconciler-rbac.yaml"))
         plane.kubectl("delete", "-n", namespace, "-f", manifest, "--ignore-not-found")
         if plane.reconciler is not None:
             plane.reconciler.stop(kill=True)

@@ -1,19 +1,43 @@
-"""``deploy/grove-operator-routing.yaml`` on the real API server: the MutatingAdmissionPolicy routes a pod created
-the way the Grove operator's default backend creates it (label ``grove.io/podgang``, ``schedulerName:
-default-scheduler``) to the ``grove`` profile in an opted-in namespace, and leaves every other pod alone; the
-routed gang is then bound whole by the grove profile and the extender."""
+"""The ``with-grove-operator`` overlay's routing on the real API server: applied over the standalone install
+(``kubectl apply -k deploy/overlays/with-grove-operator``: the same base, plus the MutatingAdmissionPolicy), it routes
+a pod created the way the Grove operator's default backend creates it (label ``grove.io/podgang``, ``schedulerName:
+default-scheduler``) to the ``grove`` profile in an opted-in namespace, and leaves every other pod alone; the routed
+gang is then bound whole by the grove profile and the extender. The policy is deleted again afterwards."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from benchmarks.controlplane.cluster import ControlPlane
+from benchmarks.controlplane.install import DEPLOY
 from benchmarks.controlplane.workload import Gang, create_gangs, pod_manifest
 from tests.e2e.reads import all_whole, clear_namespace, wait_for
 
 OPT_IN = {"grove-extender.io/gang-scheduling": "enabled"}
+OVERLAY = DEPLOY / "overlays" / "with-grove-operator"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def routing(control_plane: ControlPlane) -> Iterator[None]:
+    """The overlay applied, and the policy in force: the API server loads a new policy a moment after it is stored,
+    so a probe pod is created (server-side dry run, nothing stored) until it comes back routed."""
+    plane = control_plane
+    plane.kubectl("apply", "-k", str(OVERLAY))
+    probe = "e2e-routing-probe"
+    plane.ensure_namespace(probe, labels=OPT_IN)
+    body = pod_manifest(Gang("x", 1, gpus=0, member=False), "probe", probe)
+    body["metadata"]["labels"] = {"grove.io/podgang": "probe"}
+    body["spec"]["schedulerName"] = "default-scheduler"
+    path = f"/api/v1/namespaces/{probe}/pods"
+    wait_for(lambda: plane.api.call("POST", path, body, dryRun="All")["spec"]["schedulerName"] == "grove" or None,
+             timeout=60, what="the routing policy in force")  # fmt: skip
+    try:
+        yield
+    finally:
+        plane.kubectl("delete", "--ignore-not-found", "-f", str(OVERLAY / "grove-operator-routing.yaml"))
 
 
 def _created(plane: ControlPlane, namespace: str, name: str, *, labels: dict[str, str], scheduler: str | None) -> str:

@@ -162,8 +162,8 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
         wait_for(lambda: store.synced_calls == 1)
         assert len(fake.requests_to("GET", r"/podgangs$")) >= 6
         logged = caplog.text
-        assert "the PodGang CRD is not installed (kubectl apply -f deploy/crds/podgang.yaml)" in logged
-        assert "grant list/watch on podgangs (deploy/extender-rbac.yaml)" in logged
+        assert "no PodGang CRD: install Grove's, or ours (kubectl apply -k deploy/overlays/standalone)" in logged
+        assert "grant list/watch on podgangs (deploy/base/extender-rbac.yaml)" in logged
     finally:
         stop.set()
         for thread in threads:

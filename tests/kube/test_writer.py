@@ -121,7 +121,7 @@ def test_binding_an_already_bound_pod_is_a_conflict(fake: FakeApiServer, writer:
 @pytest.mark.parametrize(
     ("status", "reason", "expected"),
     [
-        (403, "Forbidden", r"forbidden \(pods \"w-3\" is forbidden: .*\); grant .*deploy/extender-rbac.yaml"),
+        (403, "Forbidden", r"forbidden \(pods \"w-3\" is forbidden: .*\); grant .*deploy/base/extender-rbac.yaml"),
         (401, "Unauthorized", r"unauthorized \(.*\); the extender's credentials are missing or expired"),
         (422, "Invalid", r"rejected as invalid \(pods \"w-3\" is forbidden"),
         (429, "TooManyRequests", r"API server unavailable \(HTTP 429: .*\); retry later"),

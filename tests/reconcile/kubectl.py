@@ -24,7 +24,7 @@ def _discovery() -> dict[str, tuple[str, str]]:
     names: dict[str, tuple[str, str]] = dict(_CORE)
     for path in sorted(CRDS.glob("*.yaml")):
         for crd in yaml.safe_load_all(path.read_text()):
-            if not crd:
+            if not crd or crd.get("kind") != "CustomResourceDefinition":  # kustomization.yaml lists them
                 continue
             spec = crd["spec"]
             version = next(v["name"] for v in spec["versions"] if v.get("served"))

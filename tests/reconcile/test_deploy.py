@@ -88,7 +88,7 @@ def _verb(request: Request) -> tuple[str, str, str]:
     return match["group"] or "", resource, verb
 
 
-def _allowed(manifest: str = "reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
+def _allowed(manifest: str = "overlays/standalone/reconciler-rbac.yaml") -> set[tuple[str, str, str]]:
     role = next(d for d in _documents(DEPLOY / manifest) if d["kind"] == "ClusterRole")
     return {
         (group, resource, verb)
@@ -208,7 +208,8 @@ _HELD_NOT_CALLED = {
 
 
 def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
-    # Off by default: the ComputeDomain rules ship apart (deploy/reconciler-rbac-mnnvl.yaml), bound to the same account.
+    # Off by default: the ComputeDomain rules ship apart (deploy/overlays/mnnvl/reconciler-rbac-mnnvl.yaml), bound
+    # to the same account.
     document = example("training-scaled")
     document["metadata"]["annotations"] = {"grove.io/mnnvl-group": "nvl"}
     with running() as server:
@@ -222,14 +223,16 @@ def test_mnnvl_rbac_allows_what_the_reconciler_does_with_mnnvl_on() -> None:
     made = {_verb(r) for r in server.requests}
     domains = {("resource.nvidia.com", "computedomains", verb) for verb in ("list", "create", "update", "delete")}
     assert domains <= made
-    assert made - _allowed() - _allowed("reconciler-rbac-mnnvl.yaml") == set()
+    assert made - _allowed() - _allowed("overlays/mnnvl/reconciler-rbac-mnnvl.yaml") == set()
     assert not _allowed() & domains
-    (binding,) = [d for d in _documents(DEPLOY / "reconciler-rbac-mnnvl.yaml") if d["kind"] == "ClusterRoleBinding"]
+    (binding,) = [
+        d for d in _documents(DEPLOY / "overlays/mnnvl/reconciler-rbac-mnnvl.yaml") if d["kind"] == "ClusterRoleBinding"
+    ]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
 
 
 def _deployment() -> dict[str, Any]:
-    (deployment,) = [d for d in _documents(DEPLOY / "reconciler.yaml") if d["kind"] == "Deployment"]
+    (deployment,) = [d for d in _documents(DEPLOY / "reconciler/reconciler.yaml") if d["kind"] == "Deployment"]
     return deployment
 
 
@@ -240,11 +243,15 @@ def test_deployment_runs_the_reconcile_command_as_its_service_account() -> None:
     assert pod["containers"][0]["command"][:2] == ["grove-extender", "reconcile"]
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
     # The account lives beside the Deployment, so that either RBAC install (cluster-wide or namespaced) binds it.
-    accounts = [d for d in _documents(DEPLOY / "reconciler.yaml") if d["kind"] == "ServiceAccount"]
+    accounts = [d for d in _documents(DEPLOY / "reconciler/reconciler.yaml") if d["kind"] == "ServiceAccount"]
     assert [(a["metadata"]["name"], a["metadata"]["namespace"]) for a in accounts] == [
         ("grove-reconciler", deployment["metadata"]["namespace"])
     ]
-    for manifest in ("reconciler-rbac.yaml", "reconciler-rbac-namespaced.yaml", "reconciler-rbac-mnnvl.yaml"):
+    for manifest in (
+        "overlays/standalone/reconciler-rbac.yaml",
+        "overlays/namespaced/reconciler-rbac-namespaced.yaml",
+        "overlays/mnnvl/reconciler-rbac-mnnvl.yaml",
+    ):
         assert not [d for d in _documents(DEPLOY / manifest) if d["kind"] == "ServiceAccount"], manifest
 
 
@@ -267,11 +274,12 @@ def _rules(manifest: str, kind: str) -> list[dict[str, Any]]:
 def test_the_namespaced_role_is_the_cluster_role_but_its_cluster_scoped_read() -> None:
     # One list of rules in two files: they may differ only by the cluster-scoped kind a Role cannot grant, which
     # the namespaced install grants alone, read-only, in a ClusterRole of its own.
-    cluster = _rules("reconciler-rbac.yaml", "ClusterRole")
-    namespaced = _rules("reconciler-rbac-namespaced.yaml", "Role")
+    cluster = _rules("overlays/standalone/reconciler-rbac.yaml", "ClusterRole")
+    namespaced = _rules("overlays/namespaced/reconciler-rbac-namespaced.yaml", "Role")
     topology = {"apiGroups": ["grove.io"], "resources": ["clustertopologybindings"], "verbs": ["get"]}
     assert [rule for rule in cluster if rule != topology] == namespaced
-    documents = {(d["kind"], d["metadata"]["name"]): d for d in _documents(DEPLOY / "reconciler-rbac-namespaced.yaml")}
+    namespaced_file = DEPLOY / "overlays" / "namespaced" / "reconciler-rbac-namespaced.yaml"
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in _documents(namespaced_file)}
     assert documents["ClusterRole", "grove-reconciler-topology-reader"]["rules"] == [topology]
     account = [{"kind": "ServiceAccount", "name": "grove-reconciler", "namespace": "grove-system"}]
     for kind, name, role_kind in (
@@ -292,4 +300,6 @@ def test_init_container_image_is_the_reconcilers_own() -> None:
     deployment = _deployment()
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     command = container["command"]
-    assert command[command.index("--initc-image") + 1] == container["image"]
+    assert command[command.index("--initc-image") + 1] == "$(INITC_IMAGE)"  # the kubelet expands it from env
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["INITC_IMAGE"] == container["image"]

@@ -1,7 +1,7 @@
-"""``deploy/reconciler-ownership-policy.yaml``: its CEL evaluated (cel-python) the way kube-apiserver evaluates a
-ValidatingAdmissionPolicy — matchConditions, then variables, then validations — on requests by the reconciler and by
-others; its kinds held to what the reconciler writes. ``make e2e`` shows the real API server agreeing
-(tests/e2e/test_reconciler_scope.py)."""
+"""``deploy/reconciler/reconciler-ownership-policy.yaml``: its CEL evaluated (cel-python) the way kube-apiserver
+evaluates a ValidatingAdmissionPolicy — matchConditions, then variables, then validations — on requests by the
+reconciler and by others; its kinds held to what the reconciler writes. ``make e2e`` shows the real API server
+agreeing (tests/e2e/test_reconciler_scope.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ RECONCILER = "system:serviceaccount:grove-system:grove-reconciler"
 
 
 def _policy() -> tuple[dict[str, Any], dict[str, Any]]:
-    policy, binding = [d for d in yaml.safe_load_all((DEPLOY / "reconciler-ownership-policy.yaml").read_text()) if d]
+    path = DEPLOY / "reconciler" / "reconciler-ownership-policy.yaml"
+    policy, binding = [d for d in yaml.safe_load_all(path.read_text()) if d]
     return policy, binding
 
 

@@ -22,7 +22,7 @@ def _documents(path: Path) -> list[dict[str, Any]]:
 
 
 def _policy() -> tuple[dict[str, Any], dict[str, Any]]:
-    policy, binding = _documents(DEPLOY / "grove-operator-routing.yaml")
+    policy, binding = _documents(DEPLOY / "overlays/with-grove-operator/grove-operator-routing.yaml")
     return policy, binding
 
 
@@ -107,7 +107,7 @@ def test_policy_and_binding_have_the_v1_shape_and_scope_by_namespace() -> None:
 
 
 def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> None:
-    (configmap,) = _documents(DEPLOY / "default-scheduler-preempt-guard.yaml")
+    (configmap,) = _documents(DEPLOY / "components/preempt-guard/default-scheduler-preempt-guard.yaml")
     assert configmap["kind"] == "ConfigMap"
     config = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])
     assert (config["apiVersion"], config["kind"]) == ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
@@ -122,7 +122,7 @@ def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> N
         "nodeCacheCapable": True,
     }
     scheduler = next(
-        d for d in _documents(DEPLOY / "grove-scheduler.yaml") if d.get("kind") == "ConfigMap"
+        d for d in _documents(DEPLOY / "base/grove-scheduler.yaml") if d.get("kind") == "ConfigMap"
     )  # the grove profile's own extender: the same service
     grove_config = yaml.safe_load(next(iter(scheduler["data"].values())))
     assert extender["urlPrefix"] == grove_config["extenders"][0]["urlPrefix"]
