@@ -210,3 +210,26 @@ def test_a_new_leader_on_a_synced_store_plans_ahead_and_reports_gangs_found_whol
         pass
     assert [key for key, status in h.writer.statuses if status.get("phase") == "Starting"] == ["default/whole"]
     assert h.coordinator.table.reservation_count() == 1  # the pending gang planned ahead
+
+
+def test_verbs_wait_for_the_first_list_instead_of_refusing_from_a_partial_cluster() -> None:
+    """Seen on the real control plane after an extender restart: a filter answered before the Node list arrived
+    refused the gang on every node ("0 eligible nodes"), and kube-scheduler parked its pods for minutes. Until the
+    store is synced every verb says retry, and nothing is planned."""
+    pods, pg = gang("g", workers=2, gpus=8)
+    store = ClusterStore()
+    for p in pods:
+        store.apply("Pod", "ADDED", p)
+    store.apply("PodGang", "ADDED", pg)
+    h = harness(nodes=[], store=store)
+    client = SyncClient(h.app)
+    assert client.get("/readyz").status_code == 503
+    reply = client.post("/filter", json=filter_body(pods[0], NAMES)).json()
+    assert "still listing" in reply["Error"] and not reply.get("FailedNodes")
+    assert "still listing" in client.post("/bind", json=bind_body(pods[0], "a0")).json()["Error"]
+    h.coordinator.plan_ahead(gang_ref_of(pods[0]))
+    assert h.coordinator.debug_gangs() == [] and h.writer.bindings == []
+    for n in NODES:
+        store.apply("Node", "ADDED", n)
+    store.mark_synced()
+    assert client.post("/filter", json=filter_body(pods[0], NAMES)).json()["NodeNames"]

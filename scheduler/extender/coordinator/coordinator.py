@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 NOT_LEADER = "grove-extender: this replica is a standby (not the leader); kube-scheduler will retry"
+NOT_SYNCED = "grove-extender: still listing the cluster (nodes, pods, PodGangs); kube-scheduler will retry"
 
 Blocking = Callable[..., Awaitable[Any]]
 """Runs a blocking call (a plan) without blocking the event loop: ``asyncio.to_thread``, or inline in a simulation."""
@@ -171,9 +172,9 @@ class Coordinator:
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         self.rate.observe(self._clock())  # kube-scheduler's pace: how fast a gang's members can reach us
         candidates = args.candidate_names()
-        if not self.leading():
+        if (unready := self._unready()) is not None:
             self._answers["error"].inc()
-            return ExtenderFilterResult(Error=NOT_LEADER)
+            return ExtenderFilterResult(Error=unready)
         key = args.Pod.key
         stored = self.store.pod(key)
         ref = gang_ref_of(stored) if stored is not None else None
@@ -199,20 +200,20 @@ class Coordinator:
         return _encode(args, candidates, decision)
 
     async def prioritize(self, args: ExtenderArgs) -> Sequence[HostPriority]:
-        if not self.leading():
-            return []  # no scores: kube-scheduler's own decide, and the standby's filter refused the pod anyway
+        if self._unready() is not None:
+            return []  # no scores: kube-scheduler's own decide, and our filter told it to retry anyway
         stored = self.store.pod(args.Pod.key)
         member = self.table.member(gang_ref_of(stored).key, args.Pod.key) if stored is not None else None
         planned = member.planned if member is not None else None
         return [HostPriority(Host=name, Score=10 if name == planned else 0) for name in args.candidate_names()]
 
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
-        if not self.leading():
-            return ExtenderBindingResult(Error=NOT_LEADER)
+        if (unready := self._unready()) is not None:
+            return ExtenderBindingResult(Error=unready)
         return await self.binder.bind(args)
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
-        if not self.leading():
+        if self._unready() is not None:
             return ExtenderPreemptionResult()  # proposing nothing preempts nothing: it can never break a gang
         proposal = args.victim_uids()
         vetoes = vetoed_nodes(proposal, store=self.store)
@@ -240,6 +241,15 @@ class Coordinator:
     def ready(self) -> bool:
         return self.store.synced and self._leadership.is_leader()
 
+    def _unready(self) -> str | None:
+        """Why the verbs and the planner must not act now, if they must not: a standby, or a store still listing.
+        A store without its nodes makes every gang look infeasible, and kube-scheduler parks a pod refused on
+        every node for up to 5 minutes; an ``Error`` is retried within 1-10 s. (Once the store is synced,
+        ``leading`` queues every PodGang for planning, so nothing skipped here is lost.)"""
+        if not self.leading():
+            return NOT_LEADER
+        return None if self.store.synced else NOT_SYNCED
+
     def debug_gangs(self) -> Sequence[Mapping[str, Any]]:
         return self.table.describe(now=self._clock())
 
@@ -248,7 +258,7 @@ class Coordinator:
     def plan_ahead(self, ref: GangRef) -> None:
         """Plan the gang now if it has no usable decision and kube-scheduler will offer us its pods: a gang whose
         pods another scheduler places must not hold capacity our pods could use."""
-        if self.leading() and self._offered(ref):
+        if self._unready() is None and self._offered(ref):
             self.planner.plan(ref)
 
     def expire(self) -> list[str]:
