@@ -47,10 +47,16 @@ class _PodRefMeta(_Wire):
     uid: str = ""
 
 
+class _PodRefStatus(_Wire):
+    # The node kube-scheduler is trying alone, first, in this cycle: a preemption's, or the extender's own plan.
+    nominatedNodeName: str = ""
+
+
 class PodRef(_Wire):
-    """A Pod as a request names it: which pod, nothing of what it asks for."""
+    """A Pod as a request names it: which pod and the node it is nominated to, nothing of what it asks for."""
 
     metadata: _PodRefMeta = Field(default_factory=_PodRefMeta)
+    status: _PodRefStatus = Field(default_factory=_PodRefStatus)
 
     @property
     def key(self) -> str:

@@ -99,9 +99,10 @@ BindDecision = Done | Fail | BecomeReady
 
 def decide_filter(
     *, key: str, request_uid: str, pod: PodFacts, member: MemberView | None, candidates: Sequence[str],
-    fits: Callable[[str], bool],
+    fits: Callable[[str], bool], nominated: str = "",
 ) -> FilterDecision:  # fmt: skip
-    """``fits(node)``: bound pods + reservations on the node within its allocatable (asked only when needed)."""
+    """``fits(node)``: bound pods + reservations on the node within its allocatable (asked only when needed).
+    ``nominated``: the pod's ``status.nominatedNodeName`` as kube-scheduler sent it."""
     unknown = _unknown(key, request_uid, pod)
     if unknown:
         return Retry(unknown)
@@ -123,6 +124,12 @@ def decide_filter(
             return Retry(member.refusal) if member.transient else Refuse(member.refusal)
         return Replan(ReplanCause.STALE if member.refusal else ReplanCause.UNPLANNED)
     if node not in candidates:
+        if nominated and nominated != node and list(candidates) == [nominated]:
+            # kube-scheduler is trying the pod's nominated node alone (``evaluateNominatedNode``): a nomination
+            # older than the plan, or kube-scheduler's own after a preemption. Not a refusal of the planned node.
+            # An Error makes it go on to every node in the same cycle (and, should all its filters have left only
+            # this node, clear the nomination and back the pod off), so the planned node is offered next.
+            return Retry(f"pod {key} is planned on {node}, not on its nominated node {nominated}; retry")
         return Replan(ReplanCause.NODE_REFUSED, node)
     if not fits(node):
         return Replan(ReplanCause.CLUSTER_CHANGED, node)
