@@ -189,6 +189,7 @@ def harness(
     store: ClusterStore | None = None,
     leadership: Leadership | None = None,
     batch_size: int = CoordinatorConfig.batch_size,
+    nominate: bool = True,
 ) -> Harness:
     if store is None:
         store = ClusterStore()
@@ -199,7 +200,7 @@ def harness(
         store=store,
         writer=writer,
         solver=solver or solve,
-        config=CoordinatorConfig(bind_wait_seconds=bind_wait, batch_size=batch_size),
+        config=CoordinatorConfig(bind_wait_seconds=bind_wait, batch_size=batch_size, nominate=nominate),
         leadership=leadership,
         clock=clock,
         # Real time by default: fuzz and property tests only need a wait that eventually ends.

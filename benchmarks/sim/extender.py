@@ -30,6 +30,7 @@ from placement import solve
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.errors import WriteError
+from scheduler.kube.nominations import Nominated, Nomination
 
 __all__ = ["ExtenderProcess", "install_task_owner"]
 
@@ -74,6 +75,15 @@ class _Writer:
 
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
         self._api().patch_podgang_status(namespace=namespace, name=name, status=status)
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        for nomination in nominations:
+            try:
+                self._api().nominate(nomination)
+            except WriteError as err:
+                done(nomination, err)
+            else:
+                done(nomination, None)
 
     def record_event(self, *, namespace: str, kind: str, name: str, uid: str, reason: str, message: str,
                      type: Literal["Normal", "Warning"] = "Normal") -> None:  # fmt: skip

@@ -114,6 +114,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="gangs waiting for a first placement planned together in one model, the first K by priority then age; "
         "1 plans one gang at a time (default: %(default)s)",
     )
+    parser.add_argument(
+        "--nominate",
+        action=argparse.BooleanOptionalAction,
+        default=CoordinatorConfig.nominate,
+        help="write each planned pod's status.nominatedNodeName (needs pods/status patch): kube-scheduler then "
+        "tries the planned node alone instead of running its filters over every node (default: %(default)s)",
+    )
     parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
     parser.add_argument(
         "--scheduler-name",
@@ -134,6 +141,7 @@ def run_serve(args: argparse.Namespace) -> int:
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
         batch_size=args.batch_size,
+        nominate=args.nominate,
     )
     problem = (
         listener_problem(args)

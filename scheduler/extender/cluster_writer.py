@@ -1,20 +1,23 @@
 """Everything the extender writes to the cluster, behind one small interface.
 
 ``bind`` is a coroutine: the release awaits many at once on the event loop. Status and Event writes block: the
-background worker makes them from its own thread. ``scheduler.kube.writer`` holds the real implementation;
+background worker makes them from its own thread. Nominations are started many at once and answered through a
+callback, so that planning never waits for them. ``scheduler.kube.writer`` holds the real implementation;
 ``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
+from scheduler.kube.nominations import Nominated, Nomination
 
-__all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "RecordedEvent"]
+__all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "Nominated", "Nomination", "RecordedEvent"]
 
 
 class ClusterWriter(Protocol):
@@ -49,6 +52,11 @@ class ClusterWriter(Protocol):
         from a worker thread."""
         ...
 
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        """Patch each pod's ``status.nominatedNodeName`` (the ``pods/status`` subresource, conditional on its UID).
+        Returns at once; the writes go out together and ``done`` is told of each."""
+        ...
+
 
 @dataclass(frozen=True)
 class Binding:
@@ -81,6 +89,7 @@ class InMemoryClusterWriter:
         self.bindings: list[Binding] = []
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.events: list[RecordedEvent] = []
+        self.nominations: list[Nomination] = []
 
     async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         key = f"{namespace}/{name}"
@@ -125,6 +134,25 @@ class InMemoryClusterWriter:
             self.events.append(
                 RecordedEvent(namespace=namespace, kind=kind, name=name, reason=reason, message=message, type=type)
             )
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        for nomination in nominations:
+            error = None
+            key = nomination.key
+            with self._lock:
+                pod = self._store.pod(key) if self._store is not None else None
+                if self._store is not None and pod is None:
+                    error = WriteError(f'pod "{key}" not found', status=404)
+                elif pod is not None and pod.metadata.uid != nomination.uid:
+                    error = WriteError(f"pod {key}: UID {nomination.uid}, found {pod.metadata.uid}", status=409)
+                else:
+                    self.nominations.append(nomination)
+            done(nomination, error)
+
+    def nominated_nodes(self) -> dict[str, str]:
+        """Pod key → the node its last written nomination names ("" cleared)."""
+        with self._lock:
+            return {n.key: n.node for n in self.nominations}
 
     def bound_nodes(self) -> dict[str, str]:
         """Pod key → node of every recorded binding."""

@@ -1,5 +1,5 @@
-"""``KubeClusterWriter``: the extender's writes to a real API server — bindings, PodGang status, Events — as bare
-JSON requests through ``scheduler.kube.http.ApiHttp``.
+"""``KubeClusterWriter``: the extender's writes to a real API server — bindings, PodGang status, Events,
+nominations — as bare JSON requests through ``scheduler.kube.http.ApiHttp``.
 
 Every failure becomes a ``WriteError`` whose message a person can act on, because kube-scheduler copies a bind
 error verbatim into the pod's ``FailedScheduling`` event: say what was refused, why, and what fixes it.
@@ -12,7 +12,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -21,7 +21,8 @@ from kubernetes.client import ApiClient
 from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
 from scheduler.kube.connect import WRITE_TIMEOUT
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply
+from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply, Request
+from scheduler.kube.nominations import Nominated, Nomination
 
 __all__ = ["KubeClusterWriter"]
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 COMPONENT = "grove-extender"
 _MESSAGE_LIMIT = 1024  # the API server truncates longer event messages anyway; keep the start, which says why
 _MERGE_PATCH = "application/merge-patch+json"
+_JSON_PATCH = "application/json-patch+json"
 
 
 def _api_message(reply: Reply) -> str:
@@ -152,6 +154,37 @@ class KubeClusterWriter:
             {"status": status},
             _MERGE_PATCH,
         )
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        # A JSON patch, so that the UID can be tested: a pod deleted and re-created under the same name meanwhile is
+        # left alone. "" is what an unset nominatedNodeName reads as (the field is omitted when empty).
+        requests = [
+            Request(
+                "PATCH",
+                f"/api/v1/namespaces/{n.namespace}/pods/{n.name}/status",
+                json.dumps(
+                    [
+                        {"op": "test", "path": "/metadata/uid", "value": n.uid},
+                        {"op": "add", "path": "/status/nominatedNodeName", "value": n.node},
+                    ]
+                ).encode(),
+                _JSON_PATCH,
+            )
+            for n in nominations
+        ]
+        started = time.perf_counter()
+
+        def answered(index: int, outcome: Reply | ApiUnreachable) -> None:
+            nomination = nominations[index]
+            try:
+                what = f"nominating node {nomination.node}" if nomination.node else "clearing the nominated node"
+                self._check(f"{what} for pod {nomination.key}", outcome, started)
+            except WriteError as err:
+                done(nomination, err)
+            else:
+                done(nomination, None)
+
+        self._http.submit_each(requests, answered)
 
     def record_event(
         self,

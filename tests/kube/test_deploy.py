@@ -21,6 +21,7 @@ from tests.manifests import DEPLOY, documents, extender_args, find, scheduler_co
 EXTENDER_PERMISSIONS = {
     ("", "pods"): {"get", "list", "watch"},
     ("", "pods/binding"): {"create"},
+    ("", "pods/status"): {"patch"},  # nominatedNodeName only
     ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create"},
     ("scheduler.grove.io", "podgangs"): {"get", "list", "watch"},

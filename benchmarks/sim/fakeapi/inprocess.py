@@ -23,6 +23,7 @@ from scheduler.extender.cluster_writer import RecordedEvent
 from scheduler.kube.errors import WriteError
 from scheduler.kube.memory.resources import NODES, PODGANGS, PODS, StatusError
 from scheduler.kube.memory.store import Entry, Store
+from scheduler.kube.nominations import Nomination
 
 __all__ = ["BindFault", "FakeApi", "Subscription", "Watcher"]
 
@@ -86,6 +87,7 @@ class FakeApi:
         self.status_failures = 0  # the next this many PodGang status/event writes fail (503)
         self.overcommits: list[str] = []
         self.statuses: list[tuple[str, dict[str, Any]]] = []
+        self.nominations: list[Nomination] = []  # recorded only: the stand-in kube-scheduler reads no nomination
         self.events: list[RecordedEvent] = []
         self.binds = 0
         self.on_bind: Callable[[str], None] | None = None  # called after each successful binding (fault injection)
@@ -208,6 +210,10 @@ class FakeApi:
                 self.store.patch(PODGANGS, current, {"status": status}, subresource="status")
         except StatusError as err:
             raise WriteError(err.message, status=err.code) from None
+
+    def nominate(self, nomination: Nomination) -> None:
+        self._maybe_fail(f"nomination of pod {nomination.key}")
+        self.nominations.append(nomination)
 
     def record_event(self, *, namespace: str, kind: str, name: str, uid: str, reason: str, message: str,
                      type: Literal["Normal", "Warning"] = "Normal") -> None:  # fmt: skip

@@ -47,6 +47,8 @@ class BackgroundWorker:
                     coordinator.plan_ahead(ref)
                 elif kind == "running":
                     coordinator.reporter.mark_running(ref)
+                elif kind == "nominate":
+                    coordinator.nominator.sync(ref)
                 else:
                     coordinator.reporter.report(ref)
             except Exception:

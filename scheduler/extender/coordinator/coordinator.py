@@ -47,6 +47,7 @@ from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.gathering import ArrivalRate, GatherWindow
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
+from scheduler.extender.coordinator.nominations import Nominator
 from scheduler.extender.coordinator.planning import Planner
 from scheduler.extender.coordinator.preemption import vetoed_nodes
 from scheduler.extender.coordinator.release import Releaser, pod_facts
@@ -89,6 +90,8 @@ class CoordinatorConfig:
     # Gangs waiting for a first placement planned together, the first K by priority then age (``head``); 1 plans
     # one gang at a time.
     batch_size: int = 16
+    # Write each planned pod's nominatedNodeName (``nominations``): kube-scheduler then tries that node alone.
+    nominate: bool = True
 
 
 class Coordinator:
@@ -158,6 +161,15 @@ class Coordinator:
         self.reporter = PodGangStatusReporter(
             store=store, table=self.table, writer=writer, work=self.work, wall_clock=wall_clock
         )
+        self.nominator = Nominator(
+            store=store,
+            table=self.table,
+            writer=writer,
+            metrics=self.metrics,
+            may_write=lambda: self._unready() is None,
+        )
+        if self.config.nominate:
+            self.table.subscribe_plans(lambda ref: self.work.put(("nominate", ref)))
         self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters)
         store.subscribe(self.events.on_change)
         self.metrics.watch_state(
@@ -304,6 +316,7 @@ class Coordinator:
         return decide_filter(
             key=key,
             request_uid=args.Pod.metadata.uid,
+            nominated=args.Pod.status.nominatedNodeName,
             pod=pod_facts(self.store, key),
             member=self.table.member(ref.key, key) if ref is not None else None,
             candidates=candidates,

@@ -89,6 +89,7 @@ class GangRecord:
     news: int = 0  # grows when a member appears or changes, or the PodGang changes: decisions may be outdated
     bound_per_group: dict[str, int] = field(default_factory=dict)
     ready_per_group: dict[str, int] = field(default_factory=dict)
+    replans: int = 0  # grows whenever members are planned anew or lose their plan (not when they bind)
 
     @property
     def key(self) -> str:

@@ -42,11 +42,15 @@ from scheduler.extender.coordinator.gang_state import (
 from scheduler.extender.coordinator.members import GangRef
 from scheduler.extender.coordinator.reservations import ReservationBook
 
-__all__ = ["GangTable", "StateListener"]
+__all__ = ["GangTable", "PlanListener", "StateListener"]
 
 StateListener = Callable[[GangRef, GangState | None, GangState | None], None]
 """Told (gang, state before, state after) after a transition changed a gang's state; ``None`` = no record. Runs
 on the caller's thread after the table's lock is released: enqueue, do not work."""
+
+PlanListener = Callable[[GangRef], None]
+"""Told after a transition changed which node any member is planned on, or the gang's state (so also when members
+bound or the record went away). Same rules as ``StateListener``."""
 
 
 class GangTable:
@@ -56,9 +60,13 @@ class GangTable:
         self._book = ReservationBook()
         self._epoch = 0  # grows whenever capacity may have been freed: a refusal may not hold any more
         self._listeners: list[StateListener] = []
+        self._plan_listeners: list[PlanListener] = []
 
     def subscribe(self, listener: StateListener) -> None:
         self._listeners.append(listener)
+
+    def subscribe_plans(self, listener: PlanListener) -> None:
+        self._plan_listeners.append(listener)
 
     # --- reads -------------------------------------------------------------------------------------------------
 
@@ -113,6 +121,12 @@ class GangTable:
                 or (not g.plan and not g.ready and not g.bound and not self._fresh(g))
             ]
 
+    def planned_nodes(self, gang: str) -> dict[str, str]:
+        """Pod → node of the members planned and not bound yet (ready ones included)."""
+        with self._lock:
+            g = self._gangs.get(gang)
+            return dict(g.plan) if g else {}
+
     def summary(self, gang: str) -> GangSummary | None:
         with self._lock:
             g = self._gangs.get(gang)
@@ -154,6 +168,7 @@ class GangTable:
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, transient
             g.decided = (basis.structure, basis.news, basis.epoch)
             g.plan = {pod: member.node for pod, member in g.ready.items()}
+            g.replans += 1
             self._keep_reservations(g, set(g.ready))
 
     def infeasible(self, ref: GangRef, *, reason: str, proven: bool, basis: PlanBasis) -> None:
@@ -166,6 +181,7 @@ class GangTable:
             for pod in list(g.ready):
                 g.unset_ready(pod)
             g.plan = {}
+            g.replans += 1
             self._keep_reservations(g, set())
 
     def planned(self, ref: GangRef, *, commit: PlanCommit, basis: PlanBasis, now: float) -> bool:
@@ -190,6 +206,7 @@ class GangTable:
                 if pod not in g.bound:
                     g.set_bound(pod, node)
             g.plan = {**commit.kept, **commit.assignment}
+            g.replans += 1
             statement = self._book.statement(ref.key)
             for pod, node in g.plan.items():
                 demand = commit.demands.get(pod) or basis.held.get(pod)
@@ -351,6 +368,7 @@ class GangTable:
                 for pod in list(g.ready):
                     g.unset_ready(pod)
                 g.plan = {}
+                g.replans += 1
                 g.structure += 1
                 self._keep_reservations(g, set())
         return expired
@@ -395,6 +413,7 @@ class GangTable:
             if self._book.release_pod(pod) is not None:
                 self._epoch += 1
         g.structure += 1
+        g.replans += 1
 
     def _keep_reservations(self, g: GangRecord, pods: set[str]) -> None:
         for pod in set(self._book.of_gang(g.key)) - pods:
@@ -408,17 +427,25 @@ class GangTable:
 
     @contextmanager
     def _changing(self, gang: str) -> Iterator[None]:
-        """Hold the lock for a transition and tell the listeners afterwards if the gang's state moved."""
+        """Hold the lock for a transition and tell the listeners afterwards if the gang's state (or, for the plan
+        listeners, its plan) moved."""
         with self._lock:
             g = self._gangs.get(gang)
             ref, before = (g.ref, g.state) if g else (None, None)
+            replans = g.replans if g else -1
             yield
             g = self._gangs.get(gang)
             after = g.state if g else None
             ref = g.ref if g else ref
-        if before != after and ref is not None:
+            replanned = (g.replans if g else -1) != replans
+        if ref is None:
+            return
+        if before != after:
             for listener in self._listeners:
                 listener(ref, before, after)
+        if before != after or replanned:
+            for plan_listener in self._plan_listeners:
+                plan_listener(ref)
 
 
 def _within(used: Mapping[str, int], reserved: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:

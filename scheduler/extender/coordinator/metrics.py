@@ -78,6 +78,12 @@ class CoordinatorMetrics:
             ["result"],
             registry=registry,
         )
+        self.nominations = Counter(
+            "grove_extender_nominations_total",
+            'Pod nominatedNodeName writes (a planned node, or "" to clear one), by result: written, failed.',
+            ["result"],
+            registry=registry,
+        )
         self.preemption_vetoes = Counter(
             "grove_extender_preemption_vetoes_total",
             "Nodes removed from a preemption proposal because their victims would break a bound gang.",

@@ -12,9 +12,10 @@ from scheduler.extender.coordinator.members import GangRef
 
 __all__ = ["Work", "WorkQueue"]
 
-Work = tuple[Literal["plan", "running", "report"], GangRef]
+Work = tuple[Literal["plan", "running", "report", "nominate"], GangRef]
 """plan: plan the gang ahead of kube-scheduler's filter; running: its pods may all run now (PodGang phase);
-report: its state changed in a way the PodGang's status shows (Scheduled, PartiallyBound)."""
+report: its state changed in a way the PodGang's status shows (Scheduled, PartiallyBound); nominate: its plan
+changed, so its pods' nominatedNodeName may have to follow."""
 
 
 class WorkQueue:

@@ -1,0 +1,126 @@
+"""``Nominator``: every planned pod's ``status.nominatedNodeName`` set to the node its gang's plan gives it.
+
+kube-scheduler tries a pod's nominated node alone before it runs its filter plugins over every node
+(``evaluateNominatedNode``), and then calls the extender with that one name. The ``grove`` profile must otherwise
+score all nodes (``percentageOfNodesToScore: 100``) so that the planned node is always among the candidates: on
+1,008 nodes those filters were most of kube-scheduler's CPU per pod (``bench_e2e --real``). Its nominator also
+counts a nominated pod on its node when it filters other pods, so kube-scheduler's own view holds our reservations.
+
+The rules:
+
+- a member is nominated when a plan places it on a node it is not nominated to, and cleared when it loses its plan
+  without a new one (the gang waits, is infeasible or expired, the PodGang went away) while it is still pending;
+- at most one write per pod is in flight; a newer wish waits for it and goes next, so writes never land out of order;
+- a failed write is not retried: a nomination is a hint, and without it kube-scheduler scans every node as before.
+  kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way;
+- only the leader writes. A replica that stops leading forgets what it wrote: the next leader's plans overwrite it;
+- a bound pod is forgotten: the API server clears ``nominatedNodeName`` when it binds a pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from scheduler.extender.cluster_writer import ClusterWriter, Nomination
+from scheduler.extender.coordinator.gang_table import GangTable
+from scheduler.extender.coordinator.members import GangRef
+from scheduler.extender.coordinator.metrics import CoordinatorMetrics
+from scheduler.extender.state.store import ClusterStore
+from scheduler.kube.errors import WriteError
+
+__all__ = ["Nominator"]
+
+log = logging.getLogger(__name__)
+
+
+class Nominator:
+    def __init__(
+        self,
+        *,
+        store: ClusterStore,
+        table: GangTable,
+        writer: ClusterWriter,
+        metrics: CoordinatorMetrics,
+        may_write: Callable[[], bool],
+    ) -> None:
+        self._store = store
+        self._table = table
+        self._writer = writer
+        self._metrics = metrics
+        self._may_write = may_write
+        self._lock = threading.Lock()
+        self._shown: dict[str, str] = {}  # pod → what its nominatedNodeName says, as far as we wrote it
+        self._in_flight: set[str] = set()
+        self._next: dict[str, Nomination] = {}  # pod → the wish that waits for its write in flight
+        self._members: dict[str, set[str]] = {}  # gang → pods we wrote or are writing a nomination for
+
+    def sync(self, ref: GangRef) -> None:
+        """Bring the gang's nominations in line with its plan (the background worker calls this)."""
+        if not self._may_write():
+            with self._lock:
+                for pod in self._members.pop(ref.key, set()):
+                    self._shown.pop(pod, None)
+                    self._next.pop(pod, None)
+            return
+        planned = self._table.planned_nodes(ref.key)
+        send: list[Nomination] = []
+        with self._lock:
+            members = self._members.setdefault(ref.key, set())
+            for pod in sorted(members - planned.keys()):
+                wish = self._pending(pod, "")
+                if wish is not None and (self._shown.get(pod) or pod in self._in_flight):
+                    send.extend(self._want(wish))  # clear it
+                elif pod not in self._in_flight:  # cleared, bound or gone: nothing left to undo
+                    members.discard(pod)
+                    self._shown.pop(pod, None)
+                    self._next.pop(pod, None)
+            for pod, node in planned.items():
+                wish = self._pending(pod, node)
+                if wish is not None and (self._shown.get(pod) != node or pod in self._next):
+                    members.add(pod)
+                    send.extend(self._want(wish))
+            if not members:
+                del self._members[ref.key]
+        if send:
+            self._writer.nominate(send, self._answered)
+
+    def nominated(self) -> dict[str, str]:
+        """Pod → node of the nominations written and not cleared (``/debug``, tests)."""
+        with self._lock:
+            return {pod: node for pod, node in self._shown.items() if node}
+
+    def _pending(self, pod: str, node: str) -> Nomination | None:
+        """The nomination of ``node`` for ``pod`` if the pod still waits for a node, else None."""
+        stored = self._store.pod(pod)
+        if stored is None or stored.spec.nodeName or not stored.metadata.uid:
+            return None
+        return Nomination(stored.metadata.namespace, stored.metadata.name, stored.metadata.uid, node)
+
+    def _want(self, wish: Nomination) -> list[Nomination]:
+        """Under the lock: what to send now for ``wish`` (nothing while the pod's last write is in flight)."""
+        if wish.key in self._in_flight:
+            self._next[wish.key] = wish
+            return []
+        self._in_flight.add(wish.key)
+        return [wish]
+
+    def _answered(self, nomination: Nomination, error: WriteError | None) -> None:
+        pod = nomination.key
+        with self._lock:
+            self._in_flight.discard(pod)
+            if error is None:
+                self._shown[pod] = nomination.node
+            else:
+                self._shown.pop(pod, None)  # unknown: a later plan writes it again
+            after = self._next.pop(pod, None)
+            if after is not None and (error is not None or after.node != nomination.node):
+                self._in_flight.add(pod)
+            else:
+                after = None
+        self._metrics.nominations.labels("written" if error is None else "failed").inc()
+        if error is not None:  # the writer has logged why
+            log.debug("nomination not written pod=%s node=%r", pod, nomination.node)
+        if after is not None:
+            self._writer.nominate([after], self._answered)

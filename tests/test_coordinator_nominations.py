@@ -1,0 +1,203 @@
+"""Nominations: every planned, pending member's ``status.nominatedNodeName`` follows its gang's plan, through the
+in-memory writer (which refuses a nomination for a pod that is gone or re-created, as the API server's UID test
+does). kube-scheduler's reading of them is checked on the real control plane (``tests/e2e/test_nominations.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from api.core import Pod
+from scheduler.extender.cluster_writer import InMemoryClusterWriter, Nominated, Nomination
+from scheduler.extender.coordinator.members import gang_ref_of
+from scheduler.kube.errors import WriteError
+from tests.extender_support import CLIQUE, Harness, filter_body, gang, harness, node, pod, run
+
+
+def _cluster() -> list:
+    return [node(f"n{i}", gpus=8, clique="A" if i < 2 else "B") for i in range(4)]
+
+
+NAMES = [f"n{i}" for i in range(4)]
+
+
+def _settle(h: Harness) -> None:
+    """Run the background worker until it has nothing left to do: its first turn finds the store synced and queues
+    every PodGang, a plan queues its nominations."""
+    idle = 0
+    for _ in range(20):
+        idle = 0 if h.background() else idle + 1
+        if idle == 2:
+            return
+    raise AssertionError("the background worker never ran out of work")
+
+
+def _plan(h: Harness, gang_key: str) -> dict[str, str]:
+    return h.coordinator.table.planned_nodes(gang_key)
+
+
+def test_every_planned_member_is_nominated_to_its_planned_node() -> None:
+    pods, pg = gang("train", workers=4, gpus=4, required=CLIQUE)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    _settle(h)
+    plan = _plan(h, "default/train")
+    assert len(plan) == 4
+    assert h.writer.nominated_nodes() == plan
+    assert h.coordinator.nominator.nominated() == plan
+    assert len(h.writer.nominations) == 4, "one write per pod"
+    _settle(h)
+    assert len(h.writer.nominations) == 4, "nothing written again while the plan holds"
+
+
+def test_members_that_lose_their_plan_are_cleared_and_bound_ones_are_forgotten() -> None:
+    pods, pg = gang("train", workers=4, gpus=4)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    _settle(h)
+    plan = _plan(h, "default/train")
+    bound = pods[0]
+    h.store.apply("Pod", "MODIFIED", _on(bound, plan[bound.key]))
+    h.store.apply("Pod", "DELETED", pods[1])  # a guaranteed member gone: the gang waits, its plan goes
+    _settle(h)
+    assert _plan(h, "default/train") == {}
+    shown = h.writer.nominated_nodes()
+    assert {shown[p.key] for p in pods[2:]} == {""}, "the pending members' nominations are cleared"
+    assert shown[bound.key] == plan[bound.key], "a bound pod is not written to (the API server clears it)"
+    assert shown[pods[1].key] == plan[pods[1].key], "a deleted pod is not written to"
+    assert h.coordinator.nominator.nominated() == {}
+
+
+def test_a_replanned_member_is_nominated_again_to_its_new_node() -> None:
+    solo = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[solo])
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
+            _settle(h)
+            assert h.writer.nominated_nodes() == {solo.key: first}
+            others = [n for n in NAMES if n != first]
+            second = (await client.post("/filter", json=filter_body(solo, others))).json()["NodeNames"][0]
+            _settle(h)
+            assert h.writer.nominated_nodes() == {solo.key: second}
+
+    run(main)
+
+
+def test_a_nomination_older_than_the_plan_is_answered_retry_without_replanning() -> None:
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    _settle(h)
+    plan = _plan(h, "default/train")
+    member = pods[0]
+    stale = next(n for n in NAMES if n not in plan.values())
+
+    async def main() -> None:
+        async with h.client() as client:
+            body = filter_body(member, [stale])
+            body["Pod"]["status"]["nominatedNodeName"] = stale
+            reply = (await client.post("/filter", json=body)).json()
+            assert reply["Error"] and plan[member.key] in reply["Error"], reply
+            assert h.coordinator.metrics.replans.labels("node_refused")._value.get() == 0
+            assert _plan(h, "default/train") == plan, "the plan stands"
+            body = filter_body(member, NAMES)  # kube-scheduler goes on to every node in the same cycle
+            body["Pod"]["status"]["nominatedNodeName"] = stale
+            assert (await client.post("/filter", json=body)).json()["NodeNames"] == [plan[member.key]]
+
+    run(main)
+
+
+def test_the_planned_node_refused_with_the_nomination_pointing_at_it_is_still_replanned() -> None:
+    solo = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[solo])
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
+            others = [n for n in NAMES if n != first]
+            body = filter_body(solo, others)
+            body["Pod"]["status"]["nominatedNodeName"] = first
+            second = (await client.post("/filter", json=body)).json()["NodeNames"]
+            assert second and second[0] in others
+            assert h.coordinator.metrics.replans.labels("node_refused")._value.get() == 1
+
+    run(main)
+
+
+class _Held(InMemoryClusterWriter):
+    """Answers nominations only when told to: writes in flight, as over the network."""
+
+    def __init__(self, inner: InMemoryClusterWriter) -> None:
+        super().__init__(None)
+        self.inner = inner
+        self.held: list[tuple[Nomination, Nominated]] = []
+        self.sent: list[Nomination] = []
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        for nomination in nominations:
+            self.sent.append(nomination)
+            self.held.append((nomination, done))
+
+    def answer(self, *, error: WriteError | None = None) -> None:
+        held, self.held = self.held, []
+        for nomination, done in held:
+            done(nomination, error)
+
+
+def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
+    solo = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[solo])
+    held = _Held(h.writer)
+    h.coordinator.nominator._writer = held
+    ref = h.coordinator.table
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
+            _settle(h)
+            assert [n.node for n in held.sent] == [first]
+            others = [n for n in NAMES if n != first]
+            second = (await client.post("/filter", json=filter_body(solo, others))).json()["NodeNames"][0]
+            _settle(h)
+            assert [n.node for n in held.sent] == [first], "waits for the write in flight"
+            held.answer()
+            assert [n.node for n in held.sent] == [first, second], "then the newest goes"
+            held.answer()
+            assert h.coordinator.nominator.nominated() == {solo.key: second}
+            assert ref.planned_nodes(gang_ref_of(solo).key) == {solo.key: second}
+
+    run(main)
+
+
+def test_a_failed_write_is_forgotten_and_written_again_on_the_next_plan() -> None:
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    held = _Held(h.writer)
+    h.coordinator.nominator._writer = held
+    _settle(h)
+    held.answer(error=WriteError("API server unavailable (simulated)", status=503))
+    assert h.coordinator.nominator.nominated() == {}
+    assert h.coordinator.metrics.nominations.labels("failed")._value.get() == 2
+
+
+def test_a_standby_writes_no_nomination() -> None:
+    class Standby:
+        def is_leader(self) -> bool:
+            return False
+
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], leadership=Standby())
+    _settle(h)
+    h.coordinator.nominator.sync(gang_ref_of(pods[0]))
+    assert h.writer.nominations == []
+
+
+def test_nominate_off_plans_all_the_same_and_writes_nothing() -> None:
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], nominate=False)
+    _settle(h)
+    assert _plan(h, "default/train")
+    assert h.writer.nominations == []
+
+
+def _on(p: Pod, node_name: str) -> Pod:
+    return p.model_copy(update={"spec": p.spec.model_copy(update={"nodeName": node_name})})
