@@ -128,9 +128,14 @@ def apply_in(plane: ControlPlane, namespace: str, documents: Iterable[dict[str, 
 
 def clear_namespace(plane: ControlPlane, namespace: str) -> None:
     """Delete what a scenario made: its Grove objects, HPAs and Services, then every pod at once (grace 0, so no
-    pod waits for a kubelet), until none is left."""
+    pod waits for a kubelet), until none is left and no init container of theirs runs."""
     for template in _CLEARED:
         plane.api.delete(template.format(ns=namespace))
     path = PODS.format(ns=namespace)
     plane.api.delete(path, gracePeriodSeconds=0)
     wait_for(lambda: not plane.api.items(path) or None, timeout=120, what=f"pods of {namespace} deleted")
+    # The stand-in kubelet stops a deleted pod's init container as it sees the deletion: none may outlive the
+    # scenario and meet the next one (its Role went with its PodCliqueSet).
+    initc = f"initc-{namespace}-"
+    wait_for(lambda: not any(c.name.startswith(initc) and c.alive() for c in plane.supervisor.children) or None,
+             timeout=30, what=f"init containers of {namespace} stopped")  # fmt: skip
