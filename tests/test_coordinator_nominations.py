@@ -5,13 +5,14 @@ does). kube-scheduler's reading of them is checked on the real control plane (``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from api.core import Pod
 from scheduler.extender.cluster_writer import InMemoryClusterWriter, Nominated, Nomination
 from scheduler.extender.coordinator.members import gang_ref_of
 from scheduler.kube.errors import WriteError
-from tests.extender_support import CLIQUE, Harness, filter_body, gang, harness, node, pod, run
+from tests.extender_support import CLIQUE, Harness, bind_body, filter_body, gang, harness, node, pod, run
 
 
 def _cluster() -> list:
@@ -33,7 +34,7 @@ def _settle(h: Harness) -> None:
 
 
 def _plan(h: Harness, gang_key: str) -> dict[str, str]:
-    return h.coordinator.table.planned_nodes(gang_key)
+    return h.coordinator.table.planned_nodes(gang_key)[0]
 
 
 def test_every_planned_member_is_nominated_to_its_planned_node() -> None:
@@ -163,7 +164,7 @@ def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
             assert [n.node for n in held.sent] == [first, second], "then the newest goes"
             held.answer()
             assert h.coordinator.nominator.nominated() == {solo.key: second}
-            assert ref.planned_nodes(gang_ref_of(solo).key) == {solo.key: second}
+            assert ref.planned_nodes(gang_ref_of(solo).key)[0] == {solo.key: second}
 
     run(main)
 
@@ -201,3 +202,21 @@ def test_nominate_off_plans_all_the_same_and_writes_nothing() -> None:
 
 def _on(p: Pod, node_name: str) -> Pod:
     return p.model_copy(update={"spec": p.spec.model_copy(update={"nodeName": node_name})})
+
+
+def test_a_member_whose_bind_arrived_is_not_nominated() -> None:
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], nominate=True, fake_time=True)
+    first, second = pods
+
+    async def main() -> None:
+        async with h.client() as client:
+            node = (await client.post("/filter", json=filter_body(first, NAMES))).json()["NodeNames"][0]
+            waiting = asyncio.create_task(client.post("/bind", json=bind_body(first, node)))
+            await h.clock.until_sleeping(1)
+            _settle(h)
+            assert set(h.writer.nominated_nodes()) == {second.key}, "kube-scheduler is done with the first"
+            h.clock.advance(60)
+            await waiting
+
+    run(main)

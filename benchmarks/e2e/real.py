@@ -89,6 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its filters over every node for every pod): the comparison for the nominations",
     )
     real.add_argument(
+        "--live",
+        action="store_true",
+        help="kube-scheduler (and the extender) running first, the pods created after, both phases timed from the "
+        "first create to the last bind: nothing planned or nominated ahead, all of the extender's CPU counted",
+    )
+    real.add_argument(
         "--required-pack",
         action="store_true",
         help="every gang needs one NVLink domain (nvidia.com/gpu.clique, required pack); default: no topology "
@@ -143,14 +149,24 @@ PROFILE_SECONDS = 15.0
 
 
 def _drive(
-    plane: ControlPlane, *, pods: int, start: Callable[[], Child], deadline: float, label: str, profile: Path
+    plane: ControlPlane,
+    *,
+    pods: int,
+    start: Callable[[], Child],
+    deadline: float,
+    label: str,
+    profile: Path,
+    create: Callable[[], None] | None = None,
 ) -> tuple[Child, float, float, BindTimes]:
     """Start kube-scheduler and wait until ``pods`` are bound; (scheduler, ready at, last bind at, watch).
-    ``profile``: where to write kube-scheduler's CPU profile of the drive's first ``PROFILE_SECONDS``."""
+    ``profile``: where to write kube-scheduler's CPU profile of the drive's first ``PROFILE_SECONDS``.
+    ``create``: the pods are created only once kube-scheduler is up, and the drive is timed from then (``--live``)."""
     watch = BindTimes(plane.api, NAMESPACE)
     scheduler = start()
     ready = time.monotonic()
     profiling = _scheduler_profile(plane, scheduler, profile, PROFILE_SECONDS)
+    if create is not None:
+        create()
     with Progress(transient=True) as progress:
         task = progress.add_task(label, total=pods)
         while watch.count() < pods and time.monotonic() - ready < deadline:
@@ -192,12 +208,14 @@ def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0) 
 def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
     total = sum(g.size for g in gangs)
     phase = Phase("extender", total=total)
-    create_gangs(plane.api, NAMESPACE, gangs)
+    if not args.live:
+        create_gangs(plane.api, NAMESPACE, gangs)
     plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
     assert plane.extender is not None
-    phase.planning_seconds = _wait_planned(plane, len(gangs))
-    if not args.no_nominate:
-        phase.planning_seconds += _wait_nominated(plane, total)
+    if not args.live:
+        phase.planning_seconds = _wait_planned(plane, len(gangs))
+        if not args.no_nominate:
+            phase.planning_seconds += _wait_nominated(plane, total)
     serve = plane.extender.child.pid
     phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
     idle_from = cpu_seconds(serve)
@@ -211,6 +229,7 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_scheduler(overrides=QPS), deadline=args.deadline,
         label="through the extender", profile=folder / "scheduler-extender.pb.gz",
+        create=(lambda: create_gangs(plane.api, NAMESPACE, gangs)) if args.live else None,
     )  # fmt: skip
     phase.scheduler_activity = _activity(folder / "scheduler-extender.pb.gz")
     scheduler_cpu = cpu_seconds(scheduler.pid)
@@ -237,12 +256,17 @@ def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, fold
     while plane.api.items(f"/api/v1/namespaces/{NAMESPACE}/pods", limit=1):
         time.sleep(0.5)
     plain = [Gang(g.name, g.size, gpus=g.gpus, cpu=g.cpu, scheduler="default-scheduler") for g in gangs]
-    create_gangs(plane.api, NAMESPACE, plain, podgangs=False)  # the PodGangs are still there; kube-scheduler reads none
+
+    def create() -> None:
+        create_gangs(plane.api, NAMESPACE, plain, podgangs=False)  # the PodGangs are still there; nothing reads them
+
+    if not args.live:
+        create()
     api_before = _api_counters(plane)
     cpu_before = _cpu(_processes(plane, None))
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_plain_scheduler(overrides=QPS), deadline=args.deadline,
-        label="alone", profile=folder / "scheduler-alone.pb.gz",
+        label="alone", profile=folder / "scheduler-alone.pb.gz", create=create if args.live else None,
     )  # fmt: skip
     phase.scheduler_activity = _activity(folder / "scheduler-alone.pb.gz")
     cpu_at_last = _cpu(_processes(plane, scheduler))
@@ -321,6 +345,8 @@ def counts_line(phase: Phase) -> str:
 
 def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
     pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
+    if args.live:
+        pack += "; live: pods created once kube-scheduler runs, timed from the first create"
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {args.gangs} "
           f"PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}; client QPS 500; load {load}")  # fmt: skip
@@ -338,9 +364,11 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         idle, planning = 1000 * through.extender_idle, through.planning_seconds
         ahead = 1000 * through.planning_cpu / pods
         nominated = "planned, not nominated" if args.no_nominate else "planned and nominated"
+        before = ("nothing planned ahead (live: every plan and nomination is in the drive)" if args.live else
+                  f"{nominated} ahead in {planning:.1f} s, at {ahead:.2f} ms of its CPU per pod (from its start, "
+                  "listing included; not in the figure before)")  # fmt: skip
         print(f"extender CPU per bound pod: {1000 * through.cpu['extender'] / pods:.2f} ms, idle {idle:.0f} ms/s; "
-              f"{nominated} ahead in {planning:.1f} s, at {ahead:.2f} ms of its CPU per pod (from its start, "
-              f"listing included; not in the figure before)")  # fmt: skip
+              f"{before}")  # fmt: skip
         parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip

@@ -121,11 +121,11 @@ class GangTable:
                 or (not g.plan and not g.ready and not g.bound and not self._fresh(g))
             ]
 
-    def planned_nodes(self, gang: str) -> dict[str, str]:
-        """Pod → node of the members planned and not bound yet (ready ones included)."""
+    def planned_nodes(self, gang: str) -> tuple[dict[str, str], frozenset[str]]:
+        """Pod → node of the members planned and not bound yet (ready ones included), and which of them are ready."""
         with self._lock:
             g = self._gangs.get(gang)
-            return dict(g.plan) if g else {}
+            return (dict(g.plan), frozenset(g.ready)) if g else ({}, frozenset())
 
     def summary(self, gang: str) -> GangSummary | None:
         with self._lock:

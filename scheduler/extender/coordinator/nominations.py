@@ -8,8 +8,9 @@ counts a nominated pod on its node when it filters other pods, so kube-scheduler
 
 The rules:
 
-- a member is nominated when a plan places it on a node it is not nominated to, and cleared when it loses its plan
-  without a new one (the gang waits, is infeasible or expired, the PodGang went away) while it is still pending;
+- a member is nominated when a plan places it on a node it is not nominated to, unless its bind call has arrived
+  already (kube-scheduler is done with it), and cleared when it loses its plan without a new one (the gang waits,
+  is infeasible or expired, the PodGang went away) while it is still pending;
 - at most one write per pod is in flight; a newer wish waits for it and goes next, so writes never land out of order;
 - a failed write is not retried: a nomination is a hint, and without it kube-scheduler scans every node as before.
   kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way;
@@ -64,7 +65,7 @@ class Nominator:
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
             return
-        planned = self._table.planned_nodes(ref.key)
+        planned, ready = self._table.planned_nodes(ref.key)
         send: list[Nomination] = []
         with self._lock:
             members = self._members.setdefault(ref.key, set())
@@ -77,6 +78,8 @@ class Nominator:
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
             for pod, node in planned.items():
+                if pod in ready:
+                    continue  # kube-scheduler has assumed it on its node and sent its bind: too late to help
                 wish = self._pending(pod, node)
                 if wish is not None and (self._shown.get(pod) != node or pod in self._next):
                     members.add(pod)
