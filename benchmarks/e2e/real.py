@@ -10,6 +10,12 @@ both:
 2. **alone**: the extender stopped, the same pods created again for the default profile, kube-scheduler with the
    default configuration (what the cluster runs without grove-extender).
 
+The extender nominates each planned pod to its planned node (``--no-nominate`` runs it without, for the
+comparison) and the drive starts once every nomination is written. With ``--live`` kube-scheduler (and the
+extender) run first and the pods are created after, both phases timed from the first create: nothing is planned or
+nominated ahead, so all the extender's planning is in its CPU per pod (without ``--live`` it is printed apart, from
+the extender's start to the drive, listing included).
+
 The gangs carry no topology constraint unless ``--required-pack`` (each gang in one ``nvidia.com/gpu.clique``: 18
 nodes × 4 GPUs, so every plan must keep its 8 pods in one domain); the issue's two set-ups:
 
