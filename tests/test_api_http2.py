@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
@@ -194,3 +195,62 @@ def test_responses_arrive_as_one_write_per_turn_of_the_loop() -> None:
         ResponseReceived,
         StreamEnded,
     ]
+
+
+GOOD = [(b":method", b"POST"), (b":scheme", b"https"), (b":path", b"/filter"), (b":authority", b"extender")]
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ([*GOOD, (b"Content-Type", b"application/json")], "'Content-Type'"),
+        ([*GOOD, (b"", b"x")], "field name '' is empty"),
+        ([*GOOD, (b"x:y", b"1")], "'x:y'"),
+        ([*GOOD, (b"x\xff", b"1")], "'x\\\\xff'"),
+        ([*GOOD, (b"x-note", b"a\r\nx-injected: 1")], "'x-note' has NUL, CR or LF"),
+        ([*GOOD, (b"x-note", b" padded")], "'x-note' has NUL, CR or LF in its value, or white space"),
+        ([*GOOD, (b"connection", b"keep-alive")], "'connection' is connection-specific"),
+        ([*GOOD, (b"te", b"gzip")], "'te' is connection-specific"),
+        ([*GOOD, (b"host", b"a"), (b"host", b"a")], "'host' repeated"),
+        ([*GOOD, (b"host", b"elsewhere")], "':authority' and 'host' differ"),
+        (GOOD[:3], "neither ':authority' nor 'host'"),
+        ([GOOD[0], GOOD[1], GOOD[3]], "':path' missing"),
+        ([GOOD[0], GOOD[1], (b":path", b""), GOOD[3]], "':path' missing or empty"),
+        ([*GOOD, (b":method", b"GET")], "':method' repeated"),
+        ([*GOOD, (b":status", b"200")], "':status' is not one of a request's"),
+        ([*GOOD[:3], (b"accept", b"*/*"), GOOD[3]], "':authority' after regular fields"),
+        ([(b":method", b"P\xc3\x96ST"), *GOOD[1:]], "not ASCII"),
+    ],
+)
+def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serves_on(
+    fields: list[tuple[bytes, bytes]], named: str
+) -> None:
+    """h2's own header checks are off (``api.http2._request_head`` does them in one pass): a malformed request must
+    still never reach the app, and is answered, not dropped with the whole connection as h2 did."""
+    reached: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append(scope["path"])
+        await echo(scope, receive, send)
+
+    async def run() -> tuple[list[Event], int, int]:
+        client = Client(app)
+        lenient = H2Configuration(
+            client_side=True, header_encoding=None, validate_outbound_headers=False, normalize_outbound_headers=False
+        )
+        client.h2.config = lenient
+        bad = client.h2.get_next_available_stream_id()
+        client.h2.send_headers(bad, fields)
+        client.h2.send_data(bad, b"x" * 100, end_stream=True)
+        await client.pump()
+        good = client.request(b"/filter", b"a")
+        await client.pump()
+        return client.events, bad, good
+
+    events, bad, good = asyncio.run(run())
+    status = {e.stream_id: dict(e.headers or [])[b":status"] for e in events if isinstance(e, ResponseReceived)}
+    body = b"".join(e.data or b"" for e in events if isinstance(e, DataReceived) and e.stream_id == bad).decode()
+    assert status == {bad: b"400", good: b"200"}
+    assert body.startswith("malformed HTTP/2 request: ") and named in body, body
+    assert reached == ["/filter"]  # the good request alone
+    assert not any(isinstance(e, (ConnectionTerminated, StreamReset)) for e in events)
