@@ -60,7 +60,8 @@ _REQUEST_PSEUDO = frozenset({b":method", b":scheme", b":path", b":authority"})  
 _REQUIRED_PSEUDO = (b":method", b":scheme", b":path")  # CONNECT, which omits the last two, is not served
 _NAMES = re.compile(rb"[!-9;-@\[-~]+(?: [!-9;-@\[-~]+)*")
 """Field names joined by spaces: each non-empty, printable ASCII but upper case and the colon (RFC 9113 §8.2.1)."""
-_BAD_VALUE = re.compile(rb"[\0\r\n]|\A[ \t]|[ \t]\Z")
+_CONTROL = re.compile(rb"[\0\r\n]")
+_BLANK = (0x20, 0x09)  # a value may not start or end with them
 
 
 class ServerState(Protocol):
@@ -78,7 +79,6 @@ class _Stream:
         self.closed = False  # reset, answered or the connection is gone: nothing more to receive or send
         self.arrived = asyncio.Event()  # a chunk, the end, or the close
         self.window = asyncio.Event()  # the client opened its flow-control window again
-        self.deadline: asyncio.TimerHandle | None = None
 
     def wake(self) -> None:
         self.arrived.set()
@@ -125,7 +125,13 @@ class Http2Protocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._client: tuple[str, int] | None = None
         self._server: tuple[str, int] | None = None
+        # Two timers for the connection rather than one per request and one per idle spell: a timer costs as much
+        # as a tenth of a call (uvloop starts and stops a libuv timer for each), and these seldom fire.
+        self._arrivals: deque[tuple[float, _Stream]] = deque()  # streams still arriving, by deadline
+        self._deadlines: asyncio.TimerHandle | None = None
+        self._idle_until: float | None = None  # None: streams in flight
         self._idle: asyncio.TimerHandle | None = None
+        self._idle_at = 0.0  # when _idle fires
         self._closing = False
         self._flush_pending = False
 
@@ -155,6 +161,9 @@ class Http2Protocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._state.connections.discard(self)
         self._disarm_idle()
+        _cancel(self._idle)
+        _cancel(self._deadlines)
+        self._arrivals.clear()
         for stream in list(self._streams.values()):
             self._drop(stream)
         self._transport = None
@@ -189,7 +198,6 @@ class Http2Protocol(asyncio.Protocol):
             stream = self._streams.get(event.stream_id or 0)
             if stream is not None:
                 stream.ended = True
-                _cancel(stream.deadline)
                 stream.arrived.set()
                 if stream.closed:  # answered before its request had all arrived: now it has
                     self._drop(stream)
@@ -214,7 +222,7 @@ class Http2Protocol(asyncio.Protocol):
         if event.stream_ended is not None:
             stream.ended = True
         else:
-            stream.deadline = asyncio.get_running_loop().call_later(self._request_timeout, self._expired, stream)
+            self._due(stream)
         if isinstance(head, str):
             log.info("refusing a malformed HTTP/2 request client=%s reason=%s", self._client, head)
             self._refuse(stream, head)
@@ -254,9 +262,28 @@ class Http2Protocol(asyncio.Protocol):
         self._flush()
         self._finish(stream)
 
+    def _due(self, stream: _Stream) -> None:
+        """``stream`` must have arrived whole within the request timeout."""
+        arrivals = self._arrivals
+        while arrivals and (arrivals[0][1].ended or arrivals[0][1].closed):
+            arrivals.popleft()  # arrived or gone: nothing to check
+        loop = asyncio.get_running_loop()
+        arrivals.append((loop.time() + self._request_timeout, stream))
+        if self._deadlines is None:
+            self._deadlines = loop.call_at(arrivals[0][0], self._check_deadlines)
+
+    def _check_deadlines(self) -> None:
+        self._deadlines = None
+        arrivals = self._arrivals
+        now = asyncio.get_running_loop().time()
+        while arrivals and (arrivals[0][0] <= now or arrivals[0][1].ended or arrivals[0][1].closed):
+            _, stream = arrivals.popleft()
+            if not stream.ended and self._streams.get(stream.id) is stream:
+                self._expired(stream)
+        if arrivals and self._transport is not None:
+            self._deadlines = asyncio.get_running_loop().call_at(arrivals[0][0], self._check_deadlines)
+
     def _expired(self, stream: _Stream) -> None:
-        if stream.ended or self._streams.get(stream.id) is not stream:
-            return
         log.info(
             "resetting an HTTP/2 stream whose request did not arrive within %gs client=%s",
             self._request_timeout,
@@ -383,7 +410,6 @@ class Http2Protocol(asyncio.Protocol):
     def _drop(self, stream: _Stream) -> None:
         stream.closed = True
         self._discard(stream)
-        _cancel(stream.deadline)
         stream.wake()
         if self._streams.pop(stream.id, None) is not None and not self._streams:
             if self._closing:
@@ -392,20 +418,32 @@ class Http2Protocol(asyncio.Protocol):
                 self._arm_idle(self._keep_alive)
 
     def _arm_idle(self, seconds: float) -> None:
-        self._disarm_idle()
-        if self._transport is not None:
-            self._idle = asyncio.get_running_loop().call_later(seconds, self._idle_expired)
+        """Close the connection ``seconds`` from now unless a stream starts meanwhile. The timer already running,
+        if it fires no later than that, is kept: it finds the new time and waits on."""
+        if self._transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._idle_until = until = loop.time() + seconds
+        if self._idle is not None and self._idle_at > until:
+            self._idle.cancel()
+            self._idle = None
+        if self._idle is None:
+            self._idle, self._idle_at = loop.call_at(until, self._idle_expired), until
 
     def _disarm_idle(self) -> None:
-        _cancel(self._idle)
-        self._idle = None
+        self._idle_until = None
 
     def _idle_expired(self) -> None:
         self._idle = None
-        if self._transport is not None and not self._streams:
-            self._h2.close_connection()
-            self._flush()
-            self._close()
+        if self._transport is None or self._idle_until is None or self._streams:
+            return  # busy: the next idle spell arms it again
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._idle_until:
+            self._idle, self._idle_at = loop.call_at(self._idle_until, self._idle_expired), self._idle_until
+            return
+        self._h2.close_connection()
+        self._flush()
+        self._close()
 
     def _flush(self) -> None:
         """Write what h2 has queued once this turn of the event loop is over: a response's HEADERS and DATA frames
@@ -450,7 +488,7 @@ def _request_head(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes]
             if host is not None:
                 return "field 'host' repeated"
             host = value
-        if value and _BAD_VALUE.search(value):
+        if value and (_CONTROL.search(value) or value[0] in _BLANK or value[-1] in _BLANK):
             return f"field {_show(name)} has NUL, CR or LF in its value, or white space around it (RFC 9113 §8.2.1)"
         headers.append((name, value))
     if headers and not _NAMES.fullmatch(b" ".join(name for name, _ in headers)):

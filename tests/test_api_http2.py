@@ -137,6 +137,29 @@ def test_a_request_that_never_finishes_arriving_is_reset_and_its_app_told() -> N
     assert seen == ["http.request", "http.disconnect"]
 
 
+def test_each_unfinished_request_is_reset_at_its_own_deadline_and_the_finished_ones_are_served() -> None:
+    """One timer serves every stream's deadline: it must wake again for a later stream after the first expires."""
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        client = Client(echo, request_timeout=0.3)
+        first = client.request(b"/filter", b'{"Pod": ', end=False)
+        await client.pump(0.15)
+        second = client.request(b"/filter", b'{"Pod": ', end=False)
+        served = client.request(b"/filter", b"a")  # arrives whole: its deadline must not touch it
+        early = await client.pump(0.2)  # 0.35 s: the first is due, the second not before 0.45 s
+        late = await client.pump(0.2)
+
+        def reset(events: list[Event]) -> list[int]:
+            return [e.stream_id or 0 for e in events if isinstance(e, StreamReset)]
+
+        ended = [e.stream_id or 0 for e in early if isinstance(e, StreamEnded)]
+        assert ended == [served]
+        return reset(early), reset(late), [first, second]
+
+    early, late, (first, second) = asyncio.run(run())
+    assert (early, late) == ([first], [second])
+
+
 def test_an_early_answer_reads_the_rest_of_its_request_and_keeps_the_connection_window_open() -> None:
     async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 404, "headers": []})
@@ -170,6 +193,20 @@ def test_an_idle_connection_is_closed_with_a_goaway() -> None:
     events, closed = asyncio.run(run())
     assert any(isinstance(e, ConnectionTerminated) for e in events) and closed
     assert not any(isinstance(e, StreamReset) for e in events)
+
+
+def test_a_connection_is_closed_a_whole_keep_alive_after_its_last_request_not_its_first() -> None:
+    async def run() -> tuple[bool, bool]:
+        client = Client(echo, keep_alive=0.3)
+        client.request(b"/filter", b"a")
+        await client.pump(0.2)
+        client.request(b"/filter", b"b")  # idle again from 0.2 s: open until 0.5 s
+        await client.pump(0.2)
+        open_at_04 = not client.transport.closed
+        await client.pump(0.25)
+        return open_at_04, client.transport.closed
+
+    assert asyncio.run(run()) == (True, True)
 
 
 def test_responses_arrive_as_one_write_per_turn_of_the_loop() -> None:
