@@ -43,7 +43,7 @@ from api.http2 import Http2Protocol
 from api.server import Listener, serve_listeners
 from api.tls import TlsConfig
 from benchmarks.bench_http import StubExtender
-from benchmarks.e2e.processes import cpu_seconds, free_port
+from benchmarks.e2e.processes import cpu_seconds, free_port, io_calls
 from scheduler.cli.certs import issue
 
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "kube-scheduler-v1.36" / "node-names"
@@ -169,8 +169,8 @@ class Counts:
 
     @classmethod
     def of(cls, pid: int) -> Counts:
-        io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-        return cls(cpu_seconds(pid), int(io["syscw"]), int(io["syscr"]))
+        reads, writes = io_calls(pid)
+        return cls(cpu_seconds(pid), writes, reads)
 
     def __sub__(self, other: Counts) -> Counts:
         return Counts(self.cpu - other.cpu, self.writes - other.writes, self.reads - other.reads)
