@@ -47,11 +47,6 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_p
 
 log = logging.getLogger(__name__)
 
-BIND_REPLY_WITHIN = 0.005
-"""kube-scheduler waits for a bind's answer in a binding goroutine of its own, off its scheduling loop, and the pod
-is bound in the API server before the answer is sent: over HTTP/2 the answer may wait this long to share the next
-filter answer's write (one send fewer per pod while filters keep coming)."""
-
 
 class _NeverA500:
     """Last line of defence for failures outside a verb's own guard (routing, probes): log once, answer in the
@@ -138,13 +133,7 @@ def create_app(
         Verb("filter", ExtenderArgs, extender.filter, lambda message: ExtenderFilterResult(Error=message)),
         # prioritize has no error field: score nothing, which leaves kube-scheduler's own scores in charge.
         Verb("prioritize", ExtenderArgs, prioritize, lambda _: HostPriorityList([])),
-        Verb(
-            "bind",
-            ExtenderBindingArgs,
-            extender.bind,
-            lambda message: ExtenderBindingResult(Error=message),
-            reply_within=BIND_REPLY_WITHIN,
-        ),
+        Verb("bind", ExtenderBindingArgs, extender.bind, lambda message: ExtenderBindingResult(Error=message)),
         # preempt proposes no node on failure: kube-scheduler then preempts nothing, which can never break a gang.
         Verb("preempt", ExtenderPreemptionArgs, extender.preempt, lambda _: ExtenderPreemptionResult()),
     )

@@ -44,18 +44,13 @@ from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
 from starlette.types import ASGIApp, Message
 
-__all__ = ["MAX_STREAMS", "REPLY_WITHIN", "Http2Protocol", "ServerState"]
+__all__ = ["MAX_STREAMS", "Http2Protocol", "ServerState"]
 
 log = logging.getLogger(__name__)
 
 MAX_STREAMS = 256
 """Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
 
-
-REPLY_WITHIN = "grove.reply_within"
-"""A key an app may add to its ``http.response.start``: how many seconds its client can wait for the response. Such
-a response is held up to that long and sent with whatever goes out next (another stream's answer), instead of in a
-write of its own: on these VMs a send that wakes the client costs ~0.1 ms of CPU, as much as the rest of a call."""
 
 _CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 """HTTP/1.1's connection-specific headers, which HTTP/2 forbids (RFC 9113 §8.2.2)."""
@@ -138,9 +133,7 @@ class Http2Protocol(asyncio.Protocol):
         self._idle: asyncio.TimerHandle | None = None
         self._idle_at = 0.0  # when _idle fires
         self._closing = False
-        self._out = bytearray()  # frames h2 made, until the write that takes them (``_flush``)
         self._flush_pending = False
-        self._held: asyncio.TimerHandle | None = None  # writes what responses with REPLY_WITHIN left queued
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
 
@@ -170,7 +163,6 @@ class Http2Protocol(asyncio.Protocol):
         self._disarm_idle()
         _cancel(self._idle)
         _cancel(self._deadlines)
-        _cancel(self._held)
         self._arrivals.clear()
         for stream in list(self._streams.values()):
             self._drop(stream)
@@ -325,7 +317,6 @@ class Http2Protocol(asyncio.Protocol):
             if message["type"] == "http.response.start":
                 started["status"] = message["status"]
                 started["headers"] = list(message.get("headers", []))
-                started["within"] = float(message.get(REPLY_WITHIN, 0.0))
                 return
             if message["type"] != "http.response.body" or "status" not in started:
                 return
@@ -341,11 +332,11 @@ class Http2Protocol(asyncio.Protocol):
                 except H2Error:  # reset by the client meanwhile
                     self._drop(stream)
                     return
-                self._flush(within=started["within"])
+                self._flush()
                 if not body and not more:
                     self._finish(stream)
                     return
-            await self._send_data(stream, body, end=not more, within=started["within"])
+            await self._send_data(stream, body, end=not more)
 
         try:
             await self._app(scope, receive, send)
@@ -357,7 +348,7 @@ class Http2Protocol(asyncio.Protocol):
         if not stream.closed:  # the app returned without a complete response
             self._reset(stream, ErrorCodes.INTERNAL_ERROR if not started.get("sent") else ErrorCodes.NO_ERROR)
 
-    async def _send_data(self, stream: _Stream, body: bytes, *, end: bool, within: float) -> None:
+    async def _send_data(self, stream: _Stream, body: bytes, *, end: bool) -> None:
         view = memoryview(body)
         while not stream.closed:
             try:
@@ -373,7 +364,7 @@ class Http2Protocol(asyncio.Protocol):
                 self._drop(stream)
                 return
             view = view[size:]
-            self._flush(within=within)
+            self._flush()
             if last:
                 break
         if end and not stream.closed:
@@ -454,32 +445,18 @@ class Http2Protocol(asyncio.Protocol):
         self._flush()
         self._close()
 
-    def _flush(self, *, within: float = 0.0) -> None:
+    def _flush(self) -> None:
         """Write what h2 has queued once this turn of the event loop is over: a response's HEADERS and DATA frames
         (and the WINDOW_UPDATEs for its request, and whatever other streams answered meanwhile) go out as one TLS
         record and one send. Written frame by frame they took four of each per call, and the writes were the
-        largest single cost of a call on the real harness (py-spy). ``within``: seconds what h2 made since the last
-        flush may wait for another write to ride along with (``REPLY_WITHIN``). Nothing made, nothing to schedule:
-        h2 sends a WINDOW_UPDATE only once half a window is read, and a held answer must not go out early for it."""
-        data = self._h2.data_to_send()
-        if not data or self._transport is None:
-            return
-        self._out += data
-        if self._flush_pending:
-            return
-        if within <= 0.0:
+        largest single cost of a call on the real harness (py-spy)."""
+        if not self._flush_pending and self._transport is not None:
             self._flush_pending = True
             asyncio.get_running_loop().call_soon(self._write)
-        elif self._held is None:
-            self._held = asyncio.get_running_loop().call_later(within, self._write_held)
-
-    def _write_held(self) -> None:
-        self._held = None
-        self._write()  # nothing, when a write meanwhile took it along
 
     def _write(self) -> None:
         self._flush_pending = False
-        data, self._out = self._out + self._h2.data_to_send(), bytearray()
+        data = self._h2.data_to_send()
         if data and self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
 

@@ -24,7 +24,6 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.body import BadRequest, BodyDecoder, ClientGone
-from api.http2 import REPLY_WITHIN
 
 __all__ = ["Verb", "VerbRouter"]
 
@@ -36,15 +35,12 @@ _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 @dataclass(frozen=True)
 class Verb:
-    """One verb: the body's model, the extender method it calls, and its reply when that method fails.
-    ``reply_within``: seconds its answer may be held to share a write with another (``api.http2.REPLY_WITHIN``),
-    for a verb whose caller does not wait on it."""
+    """One verb: the body's model, the extender method it calls, and its reply when that method fails."""
 
     name: str
     model: type[BaseModel]
     call: Callable[[Any], Awaitable[BaseModel]]
     on_failure: Callable[[str], BaseModel]
-    reply_within: float = 0.0
 
 
 class _Metrics:
@@ -65,14 +61,9 @@ class _Metrics:
         )
 
 
-async def _respond(
-    send: Send, status: int, body: bytes, *, headers: list[tuple[bytes, bytes]], within: float = 0.0
-) -> None:
+async def _respond(send: Send, status: int, body: bytes, *, headers: list[tuple[bytes, bytes]]) -> None:
     length = [(b"content-length", str(len(body)).encode())]
-    start: dict[str, Any] = {"type": "http.response.start", "status": status, "headers": headers + length}
-    if within:
-        start[REPLY_WITHIN] = within
-    await send(start)
+    await send({"type": "http.response.start", "status": status, "headers": headers + length})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -115,7 +106,7 @@ class _Endpoint:
             self._failed.inc()
             reply = verb.on_failure(f"grove-extender {verb.name}: internal error: {type(err).__name__}: {err}")
         self._latency.observe(time.perf_counter() - started)
-        await _respond(send, 200, _encode(reply), headers=_JSON_HEADERS, within=verb.reply_within)
+        await _respond(send, 200, _encode(reply), headers=_JSON_HEADERS)
 
 
 class _Error(BaseModel):

@@ -13,7 +13,7 @@ from h2.errors import ErrorCodes
 from h2.events import ConnectionTerminated, DataReceived, Event, ResponseReceived, StreamEnded, StreamReset
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.http2 import REPLY_WITHIN, Http2Protocol
+from api.http2 import Http2Protocol
 
 
 class Transport(asyncio.Transport):
@@ -291,39 +291,3 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serv
     assert body.startswith("malformed HTTP/2 request: ") and named in body, body
     assert reached == ["/filter"]  # the good request alone
     assert not any(isinstance(e, (ConnectionTerminated, StreamReset)) for e in events)
-
-
-def test_an_answer_that_may_wait_rides_along_with_the_next_one_or_goes_alone_when_its_time_is_up() -> None:
-    """``REPLY_WITHIN`` (bind's answers): held for the next write rather than written alone, never longer."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        await receive()
-        within = {REPLY_WITHIN: 0.2} if scope["path"] == "/bind" else {}
-        await send({"type": "http.response.start", "status": 200, "headers": [], **within})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    async def run() -> tuple[list[int], list[list[type[Event]]]]:
-        client = Client(app)
-        await client.pump()
-        writes: list[int] = []
-        original = client.transport.write
-
-        def counting(data: bytes | bytearray | memoryview) -> None:
-            writes.append(len(data))
-            original(data)
-
-        client.transport.write = counting  # type: ignore[method-assign]
-        answered: list[list[type[Event]]] = []
-        client.request(b"/bind", b"a")
-        answered.append([type(e) for e in await client.pump()])  # held: nothing yet
-        client.request(b"/filter", b"b")
-        answered.append([type(e) for e in await client.pump()])  # the filter's answer takes the bind's along
-        client.request(b"/bind", b"c")
-        answered.append([type(e) for e in await client.pump(0.3)])  # nothing else to ride with: alone, in time
-        return writes, answered
-
-    writes, answered = asyncio.run(run())
-    assert len(writes) == 2
-    assert answered[0] == []
-    assert answered[1].count(ResponseReceived) == 2 and answered[1].count(StreamEnded) == 2
-    assert answered[2].count(ResponseReceived) == 1 and answered[2].count(StreamEnded) == 1
