@@ -37,9 +37,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def io_calls(pid: int) -> tuple[int, int]:
-    """Read and write system calls of a process so far (all its threads; ``syscr``/``syscw`` of /proc/<pid>/io:
-    every recv and send on a socket counts). On these VMs a send that wakes another process costs ~0.1 ms, more
-    than most of what the extender does per call: the count is what to watch."""
+    """read()- and write()-family system calls of a process so far (all its threads; ``syscr``/``syscw`` of
+    /proc/<pid>/io). uvloop's sockets read with read() and write with write()/writev(), so the event loops' traffic
+    counts, as does the loop's own wake-up fd; recv()/send() (the watch threads' urllib3 sockets) do not. On these
+    VMs a write that wakes another process costs ~0.1 ms, more than most of what the extender does per call."""
     fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
     return int(fields["syscr"]), int(fields["syscw"])
 

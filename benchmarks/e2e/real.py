@@ -348,7 +348,8 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
         reads, writes = through.extender_io
-        print(f"extender system calls per bound pod: reads {reads / pods:.2f}, writes {writes / pods:.2f}")
+        print(f"extender read()/write() calls per bound pod (event loops' sockets and wake-ups, not the watches' "
+              f"recv): reads {reads / pods:.2f}, writes {writes / pods:.2f}")  # fmt: skip
         print("per bound pod: " + counts_line(through))
         print("extender counters per bound pod: "
               + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
