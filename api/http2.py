@@ -13,7 +13,9 @@ bounds are the HTTP/1.1 protocol's (``api.server``): a request's headers and bod
 (``SETTINGS_MAX_HEADER_LIST_SIZE``), at most ``MAX_STREAMS`` in flight (``SETTINGS_MAX_CONCURRENT_STREAMS``),
 and a connection with nothing in flight for ``keep_alive`` is closed with a GOAWAY. A body reaches the app as it
 arrives and is acknowledged (its flow-control window reopened) only once the app has taken it, so a client can
-never make the server hold more than a window of unread body per stream.
+never make the server hold more than a window of unread body per stream. A malformed request (RFC 9113 §8.2-8.3:
+its header fields) is answered 400 naming the field and the rule, and never reaches the app; the connection's other
+streams go on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections import deque
 from typing import Any, Protocol, cast
 from urllib.parse import unquote
@@ -53,6 +56,14 @@ _CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connectio
 """HTTP/1.1's connection-specific headers, which HTTP/2 forbids (RFC 9113 §8.2.2)."""
 
 
+_REQUEST_PSEUDO = frozenset({b":method", b":scheme", b":path", b":authority"})  # no extended CONNECT (:protocol)
+_REQUIRED_PSEUDO = (b":method", b":scheme", b":path")  # CONNECT, which omits the last two, is not served
+_NAMES = re.compile(rb"[!-9;-@\[-~]+(?: [!-9;-@\[-~]+)*")
+"""Field names joined by spaces: each non-empty, printable ASCII but upper case and the colon (RFC 9113 §8.2.1)."""
+_CONTROL = re.compile(rb"[\0\r\n]")
+_BLANK = (0x20, 0x09)  # a value may not start or end with them
+
+
 class ServerState(Protocol):
     """What uvicorn's server keeps of its connections and request tasks, for a graceful shutdown."""
 
@@ -68,7 +79,6 @@ class _Stream:
         self.closed = False  # reset, answered or the connection is gone: nothing more to receive or send
         self.arrived = asyncio.Event()  # a chunk, the end, or the close
         self.window = asyncio.Event()  # the client opened its flow-control window again
-        self.deadline: asyncio.TimerHandle | None = None
 
     def wake(self) -> None:
         self.arrived.set()
@@ -91,7 +101,18 @@ class Http2Protocol(asyncio.Protocol):
         self._state = server_state
         self._request_timeout = request_timeout
         self._keep_alive = keep_alive
-        config = H2Configuration(client_side=False, header_encoding=None)
+        # The headers we send are the app's, lowercased and stripped of HTTP/1.1's connection headers in ``send``:
+        # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
+        # A request's headers are checked in one pass by ``_request_head``: h2's own inbound checks are chains of
+        # generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
+        config = H2Configuration(
+            client_side=False,
+            header_encoding=None,
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
+            normalize_inbound_headers=False,
+        )
         self._h2 = H2Connection(config=config)
         self._h2.local_settings = Settings(  # before initiate_connection, which sends them
             client=False,
@@ -104,7 +125,13 @@ class Http2Protocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._client: tuple[str, int] | None = None
         self._server: tuple[str, int] | None = None
+        # Two timers for the connection rather than one per request and one per idle spell: a timer costs as much
+        # as a tenth of a call (uvloop starts and stops a libuv timer for each), and these seldom fire.
+        self._arrivals: deque[tuple[float, _Stream]] = deque()  # streams still arriving, by deadline
+        self._deadlines: asyncio.TimerHandle | None = None
+        self._idle_until: float | None = None  # None: streams in flight
         self._idle: asyncio.TimerHandle | None = None
+        self._idle_at = 0.0  # when _idle fires
         self._closing = False
         self._flush_pending = False
 
@@ -134,6 +161,9 @@ class Http2Protocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._state.connections.discard(self)
         self._disarm_idle()
+        _cancel(self._idle)
+        _cancel(self._deadlines)
+        self._arrivals.clear()
         for stream in list(self._streams.values()):
             self._drop(stream)
         self._transport = None
@@ -168,7 +198,6 @@ class Http2Protocol(asyncio.Protocol):
             stream = self._streams.get(event.stream_id or 0)
             if stream is not None:
                 stream.ended = True
-                _cancel(stream.deadline)
                 stream.arrived.set()
                 if stream.closed:  # answered before its request had all arrived: now it has
                     self._drop(stream)
@@ -186,23 +215,27 @@ class Http2Protocol(asyncio.Protocol):
 
     def _start(self, event: RequestReceived) -> None:
         stream_id = event.stream_id or 0
-        pseudo: dict[bytes, bytes] = {}
-        headers: list[tuple[bytes, bytes]] = []
-        for name, value in cast(list[tuple[bytes, bytes]], event.headers or []):
-            if name.startswith(b":"):
-                pseudo[name] = value
-            else:
-                headers.append((name, value))
-        if b":authority" in pseudo and not any(name == b"host" for name, _ in headers):
-            headers.append((b"host", pseudo[b":authority"]))
-        raw_path, _, query = pseudo.get(b":path", b"/").partition(b"?")
+        head = _request_head(cast(list[tuple[bytes, bytes]], event.headers or []))
+        stream = _Stream(stream_id)
+        self._streams[stream_id] = stream
+        self._disarm_idle()
+        if event.stream_ended is not None:
+            stream.ended = True
+        else:
+            self._due(stream)
+        if isinstance(head, str):
+            log.info("refusing a malformed HTTP/2 request client=%s reason=%s", self._client, head)
+            self._refuse(stream, head)
+            return
+        pseudo, headers = head
+        raw_path, _, query = pseudo[b":path"].partition(b"?")
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
             "http_version": "2",
-            "method": pseudo.get(b":method", b"GET").decode("ascii", "replace"),
+            "method": pseudo[b":method"].decode("ascii"),
             "scheme": "https",
-            "path": unquote(raw_path.decode("ascii", "replace")),
+            "path": unquote(raw_path.decode("ascii")),
             "raw_path": raw_path,
             "query_string": query,
             "root_path": "",
@@ -211,20 +244,46 @@ class Http2Protocol(asyncio.Protocol):
             "server": self._server,
             "state": {},
         }
-        stream = _Stream(stream_id)
-        self._streams[stream_id] = stream
-        self._disarm_idle()
-        if event.stream_ended is not None:
-            stream.ended = True
-        else:
-            stream.deadline = asyncio.get_running_loop().call_later(self._request_timeout, self._expired, stream)
         task = asyncio.get_running_loop().create_task(self._serve(stream, scope))
         self._state.tasks.add(task)
         task.add_done_callback(self._state.tasks.discard)
 
-    def _expired(self, stream: _Stream) -> None:
-        if stream.ended or self._streams.get(stream.id) is not stream:
+    def _refuse(self, stream: _Stream, reason: str) -> None:
+        """A 400 naming what is wrong, instead of the app (RFC 9113 §8.1.1 lets a server answer a malformed request
+        before resetting it; a reset alone would tell the client nothing)."""
+        body = f"malformed HTTP/2 request: {reason}\n".encode()
+        headers = [(b":status", b"400"), (b"content-type", b"text/plain; charset=utf-8")]
+        try:
+            self._h2.send_headers(stream.id, [*headers, (b"content-length", b"%d" % len(body))])
+            self._h2.send_data(stream.id, body, end_stream=True)  # a few hundred bytes: within any window
+        except H2Error:
+            self._reset(stream, ErrorCodes.PROTOCOL_ERROR)
             return
+        self._flush()
+        self._finish(stream)
+
+    def _due(self, stream: _Stream) -> None:
+        """``stream`` must have arrived whole within the request timeout."""
+        arrivals = self._arrivals
+        while arrivals and (arrivals[0][1].ended or arrivals[0][1].closed):
+            arrivals.popleft()  # arrived or gone: nothing to check
+        loop = asyncio.get_running_loop()
+        arrivals.append((loop.time() + self._request_timeout, stream))
+        if self._deadlines is None:
+            self._deadlines = loop.call_at(arrivals[0][0], self._check_deadlines)
+
+    def _check_deadlines(self) -> None:
+        self._deadlines = None
+        arrivals = self._arrivals
+        now = asyncio.get_running_loop().time()
+        while arrivals and (arrivals[0][0] <= now or arrivals[0][1].ended or arrivals[0][1].closed):
+            _, stream = arrivals.popleft()
+            if not stream.ended and self._streams.get(stream.id) is stream:
+                self._expired(stream)
+        if arrivals and self._transport is not None:
+            self._deadlines = asyncio.get_running_loop().call_at(arrivals[0][0], self._check_deadlines)
+
+    def _expired(self, stream: _Stream) -> None:
         log.info(
             "resetting an HTTP/2 stream whose request did not arrive within %gs client=%s",
             self._request_timeout,
@@ -351,7 +410,6 @@ class Http2Protocol(asyncio.Protocol):
     def _drop(self, stream: _Stream) -> None:
         stream.closed = True
         self._discard(stream)
-        _cancel(stream.deadline)
         stream.wake()
         if self._streams.pop(stream.id, None) is not None and not self._streams:
             if self._closing:
@@ -360,20 +418,32 @@ class Http2Protocol(asyncio.Protocol):
                 self._arm_idle(self._keep_alive)
 
     def _arm_idle(self, seconds: float) -> None:
-        self._disarm_idle()
-        if self._transport is not None:
-            self._idle = asyncio.get_running_loop().call_later(seconds, self._idle_expired)
+        """Close the connection ``seconds`` from now unless a stream starts meanwhile. The timer already running,
+        if it fires no later than that, is kept: it finds the new time and waits on."""
+        if self._transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._idle_until = until = loop.time() + seconds
+        if self._idle is not None and self._idle_at > until:
+            self._idle.cancel()
+            self._idle = None
+        if self._idle is None:
+            self._idle, self._idle_at = loop.call_at(until, self._idle_expired), until
 
     def _disarm_idle(self) -> None:
-        _cancel(self._idle)
-        self._idle = None
+        self._idle_until = None
 
     def _idle_expired(self) -> None:
         self._idle = None
-        if self._transport is not None and not self._streams:
-            self._h2.close_connection()
-            self._flush()
-            self._close()
+        if self._transport is None or self._idle_until is None or self._streams:
+            return  # busy: the next idle spell arms it again
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._idle_until:
+            self._idle, self._idle_at = loop.call_at(self._idle_until, self._idle_expired), self._idle_until
+            return
+        self._h2.close_connection()
+        self._flush()
+        self._close()
 
     def _flush(self) -> None:
         """Write what h2 has queued once this turn of the event loop is over: a response's HEADERS and DATA frames
@@ -394,6 +464,53 @@ class Http2Protocol(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._write()  # a GOAWAY or a reset queued just before goes out ahead of the close
             self._transport.close()
+
+
+def _request_head(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], list[tuple[bytes, bytes]]] | str:
+    """The request's pseudo-header fields and its other fields (with ``host`` from ``:authority`` when it has none),
+    or what makes it malformed under RFC 9113 §8.2-8.3: what h2 checks when it validates inbound headers."""
+    pseudo: dict[bytes, bytes] = {}
+    headers: list[tuple[bytes, bytes]] = []
+    host: bytes | None = None
+    for name, value in fields:
+        if name[:1] == b":":
+            if headers:
+                return f"pseudo-header field {_show(name)} after regular fields (RFC 9113 §8.3)"
+            if name not in _REQUEST_PSEUDO:
+                return f"pseudo-header field {_show(name)} is not one of a request's (RFC 9113 §8.3.1)"
+            if name in pseudo:
+                return f"pseudo-header field {_show(name)} repeated (RFC 9113 §8.3)"
+            pseudo[name] = value
+            continue
+        if name in _CONNECTION_HEADERS or (name == b"te" and value.lower() != b"trailers"):
+            return f"field {_show(name)} is connection-specific (RFC 9113 §8.2.2)"
+        if name == b"host":
+            if host is not None:
+                return "field 'host' repeated"
+            host = value
+        if value and (_CONTROL.search(value) or value[0] in _BLANK or value[-1] in _BLANK):
+            return f"field {_show(name)} has NUL, CR or LF in its value, or white space around it (RFC 9113 §8.2.1)"
+        headers.append((name, value))
+    if headers and not _NAMES.fullmatch(b" ".join(name for name, _ in headers)):
+        bad = next(name for name, _ in headers if not _NAMES.fullmatch(name))
+        return f"field name {_show(bad)} is empty or has upper case, a colon, a control or non-ASCII (RFC 9113 §8.2.1)"
+    for name in _REQUIRED_PSEUDO:
+        if not pseudo.get(name):
+            return f"pseudo-header field {_show(name)} missing or empty (RFC 9113 §8.3.1)"
+    if not pseudo[b":method"].isascii() or not pseudo[b":path"].isascii():
+        return "':method' or ':path' is not ASCII"
+    authority = pseudo.get(b":authority")
+    if authority is None and host is None:
+        return "neither ':authority' nor 'host' (RFC 9113 §8.3.1)"
+    if authority is not None and host is not None and authority != host:
+        return "':authority' and 'host' differ (RFC 9113 §8.3.1)"
+    if host is None:
+        headers.append((b"host", cast(bytes, authority)))
+    return pseudo, headers
+
+
+def _show(name: bytes) -> str:
+    return repr(name.decode("ascii", "backslashreplace"))
 
 
 def _cancel(handle: asyncio.TimerHandle | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
@@ -136,6 +137,29 @@ def test_a_request_that_never_finishes_arriving_is_reset_and_its_app_told() -> N
     assert seen == ["http.request", "http.disconnect"]
 
 
+def test_each_unfinished_request_is_reset_at_its_own_deadline_and_the_finished_ones_are_served() -> None:
+    """One timer serves every stream's deadline: it must wake again for a later stream after the first expires."""
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        client = Client(echo, request_timeout=0.3)
+        first = client.request(b"/filter", b'{"Pod": ', end=False)
+        await client.pump(0.15)
+        second = client.request(b"/filter", b'{"Pod": ', end=False)
+        served = client.request(b"/filter", b"a")  # arrives whole: its deadline must not touch it
+        early = await client.pump(0.2)  # 0.35 s: the first is due, the second not before 0.45 s
+        late = await client.pump(0.2)
+
+        def reset(events: list[Event]) -> list[int]:
+            return [e.stream_id or 0 for e in events if isinstance(e, StreamReset)]
+
+        ended = [e.stream_id or 0 for e in early if isinstance(e, StreamEnded)]
+        assert ended == [served]
+        return reset(early), reset(late), [first, second]
+
+    early, late, (first, second) = asyncio.run(run())
+    assert (early, late) == ([first], [second])
+
+
 def test_an_early_answer_reads_the_rest_of_its_request_and_keeps_the_connection_window_open() -> None:
     async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 404, "headers": []})
@@ -171,6 +195,20 @@ def test_an_idle_connection_is_closed_with_a_goaway() -> None:
     assert not any(isinstance(e, StreamReset) for e in events)
 
 
+def test_a_connection_is_closed_a_whole_keep_alive_after_its_last_request_not_its_first() -> None:
+    async def run() -> tuple[bool, bool]:
+        client = Client(echo, keep_alive=0.3)
+        client.request(b"/filter", b"a")
+        await client.pump(0.2)
+        client.request(b"/filter", b"b")  # idle again from 0.2 s: open until 0.5 s
+        await client.pump(0.2)
+        open_at_04 = not client.transport.closed
+        await client.pump(0.25)
+        return open_at_04, client.transport.closed
+
+    assert asyncio.run(run()) == (True, True)
+
+
 def test_responses_arrive_as_one_write_per_turn_of_the_loop() -> None:
     async def run() -> tuple[int, list[Event]]:
         client = Client(echo)
@@ -194,3 +232,62 @@ def test_responses_arrive_as_one_write_per_turn_of_the_loop() -> None:
         ResponseReceived,
         StreamEnded,
     ]
+
+
+GOOD = [(b":method", b"POST"), (b":scheme", b"https"), (b":path", b"/filter"), (b":authority", b"extender")]
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ([*GOOD, (b"Content-Type", b"application/json")], "'Content-Type'"),
+        ([*GOOD, (b"", b"x")], "field name '' is empty"),
+        ([*GOOD, (b"x:y", b"1")], "'x:y'"),
+        ([*GOOD, (b"x\xff", b"1")], "'x\\\\xff'"),
+        ([*GOOD, (b"x-note", b"a\r\nx-injected: 1")], "'x-note' has NUL, CR or LF"),
+        ([*GOOD, (b"x-note", b" padded")], "'x-note' has NUL, CR or LF in its value, or white space"),
+        ([*GOOD, (b"connection", b"keep-alive")], "'connection' is connection-specific"),
+        ([*GOOD, (b"te", b"gzip")], "'te' is connection-specific"),
+        ([*GOOD, (b"host", b"a"), (b"host", b"a")], "'host' repeated"),
+        ([*GOOD, (b"host", b"elsewhere")], "':authority' and 'host' differ"),
+        (GOOD[:3], "neither ':authority' nor 'host'"),
+        ([GOOD[0], GOOD[1], GOOD[3]], "':path' missing"),
+        ([GOOD[0], GOOD[1], (b":path", b""), GOOD[3]], "':path' missing or empty"),
+        ([*GOOD, (b":method", b"GET")], "':method' repeated"),
+        ([*GOOD, (b":status", b"200")], "':status' is not one of a request's"),
+        ([*GOOD[:3], (b"accept", b"*/*"), GOOD[3]], "':authority' after regular fields"),
+        ([(b":method", b"P\xc3\x96ST"), *GOOD[1:]], "not ASCII"),
+    ],
+)
+def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serves_on(
+    fields: list[tuple[bytes, bytes]], named: str
+) -> None:
+    """h2's own header checks are off (``api.http2._request_head`` does them in one pass): a malformed request must
+    still never reach the app, and is answered, not dropped with the whole connection as h2 did."""
+    reached: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append(scope["path"])
+        await echo(scope, receive, send)
+
+    async def run() -> tuple[list[Event], int, int]:
+        client = Client(app)
+        lenient = H2Configuration(
+            client_side=True, header_encoding=None, validate_outbound_headers=False, normalize_outbound_headers=False
+        )
+        client.h2.config = lenient
+        bad = client.h2.get_next_available_stream_id()
+        client.h2.send_headers(bad, fields)
+        client.h2.send_data(bad, b"x" * 100, end_stream=True)
+        await client.pump()
+        good = client.request(b"/filter", b"a")
+        await client.pump()
+        return client.events, bad, good
+
+    events, bad, good = asyncio.run(run())
+    status = {e.stream_id: dict(e.headers or [])[b":status"] for e in events if isinstance(e, ResponseReceived)}
+    body = b"".join(e.data or b"" for e in events if isinstance(e, DataReceived) and e.stream_id == bad).decode()
+    assert status == {bad: b"400", good: b"200"}
+    assert body.startswith("malformed HTTP/2 request: ") and named in body, body
+    assert reached == ["/filter"]  # the good request alone
+    assert not any(isinstance(e, (ConnectionTerminated, StreamReset)) for e in events)

@@ -56,7 +56,15 @@ from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, counters, labels_of, per_pod, short
-from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
+from benchmarks.e2e.processes import (
+    Sampler,
+    by_thread,
+    cpu_seconds,
+    io_calls,
+    thread_cpu,
+    thread_names,
+    thread_writes,
+)
 
 __all__ = ["add_arguments", "run_real"]
 
@@ -76,6 +84,8 @@ class Phase:
     by_thread: dict[str, float] = field(default_factory=dict)  # extender CPU seconds by thread
     scheduler_activity: dict[str, float] = field(default_factory=dict)  # share of kube-scheduler's profiled CPU
     extender_idle: float = 0.0  # CPU seconds per second, planned and waiting
+    extender_io: tuple[int, int] = (0, 0)  # read and write system calls over the drive
+    writes_by_thread: dict[str, float] = field(default_factory=dict)  # the writes, by thread name
     planning_seconds: float = 0.0  # planned ahead and nominated, before kube-scheduler starts
     planning_cpu: float = 0.0  # the extender's CPU seconds until then, from its start
 
@@ -230,6 +240,7 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     api_before, extender_before = _api_counters(plane), _extender_counters(plane)
     sampler = Sampler.start(serve, Path(args.profile) / "extender-real.txt") if args.profile else None
     threads_before = thread_cpu(serve)
+    io_before, writes_before = io_calls(serve), thread_writes(serve)
     cpu_before = _cpu(_processes(plane, None))
     scheduler_cpu: float
     scheduler, ready, last, watch = _drive(
@@ -242,7 +253,11 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     cpu_at_last = _cpu(_processes(plane, None))
     time.sleep(args.settle_seconds)  # the PodGang status writes and Events that follow the last bind
     extender_cpu = cpu_seconds(serve) - cpu_before["extender"] - phase.extender_idle * args.settle_seconds
-    phase.by_thread = by_thread(threads_before, thread_cpu(serve), thread_names(serve))
+    names = thread_names(serve)
+    phase.by_thread = by_thread(threads_before, thread_cpu(serve), names)
+    io_after = io_calls(serve)
+    phase.writes_by_thread = by_thread(writes_before, thread_writes(serve), names)
+    phase.extender_io = (io_after[0] - io_before[0], io_after[1] - io_before[1])
     if sampler is not None:
         sampler.stop()
     phase.bound, phase.seconds = watch.count(), last - ready
@@ -378,6 +393,11 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
+        reads, writes = through.extender_io
+        print(f"extender read()/write() calls per bound pod (event loops' sockets and wake-ups, not the watches' "
+              f"recv): reads {reads / pods:.2f}, writes {writes / pods:.2f} ("
+              + ", ".join(f"{name} {n / pods:.2f}" for name, n in sorted(through.writes_by_thread.items()) if n)
+              + ")")  # fmt: skip
         print("per bound pod: " + counts_line(through))
         print("extender counters per bound pod: "
               + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
