@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from api.core import ResourceVector
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
 from scheduler.extender.coordinator.members import SOLO_GROUP, GangMembers
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.state.store import ClusterStore
@@ -47,6 +48,7 @@ def plan_gang(
     solver: Solver,
     options: SolveOptions,
     only: str | None = None,
+    eligibility: EligibilityCache | None = None,
 ) -> PlanOutcome:
     """Plan the gang's pending members that are neither bound, ready nor kept, on what is free.
 
@@ -54,13 +56,16 @@ def plan_gang(
     ``ready`` the members whose bind call arrived for their planned node; ``kept`` planned members that keep
     their node; ``excluded`` a group to the nodes kube-scheduler's own filters refused for it; ``reserved`` the
     capacity other gangs hold per node. With ``only``, just that pod is planned, as one required pod (a
-    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``.
+    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``;
+    ``eligibility`` keeps which nodes a pod may run on while they do not change.
     Raises ``GangRequestError`` (``GangNotReady`` while guaranteed members are missing or gated) as the translator
     does.
     """
     placed = {**kept, **ready}
     free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
-    gang = translate(members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only)
+    gang = translate(
+        members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only, eligibility=eligibility
+    )
     request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
     if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
@@ -96,24 +101,24 @@ def translate(
     excluded: Mapping[str, frozenset[str]],
     store: ClusterStore,
     only: str | None = None,
+    eligibility: EligibilityCache | None = None,
 ) -> Translated:
     """The request for what is left of the gang, through the one translator
     (``scheduler.extender.translation.gang_request``). ``facts``: members bound or placed, to their node. Raises
     ``GangRequestError`` for a PodGang that cannot be planned as it stands, ``GangNotReady`` while guaranteed members
-    are missing or gated."""
-    nodes = store.nodes()
+    are missing or gated. ``eligibility``: answers kept while the store's Nodes do not change (else every node is
+    judged)."""
+    nodes, eligible = eligibility.nodes(store) if eligibility is not None else (store.nodes(), None)
     pods = {pod.key: pod for group in members.groups for pod in group.pods}
     if members.podgang is None:
         (solo,) = members.groups[0].pods or (None,)
         if solo is None:
             raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
-        request = single_pod_request(
-            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
-        )
+        request = single_pod_request(solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded,
+                                     requests=store.requests_of, eligible=eligible)  # fmt: skip
     else:
-        request = gang_request(
-            members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only, requests=store.requests_of
-        )
+        request = gang_request(members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only,
+                               requests=store.requests_of, eligible=eligible)  # fmt: skip
     return Translated(
         request,
         demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},

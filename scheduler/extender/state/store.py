@@ -154,6 +154,12 @@ class ClusterStore:
         with self._lock:
             return list(self._nodes.values())
 
+    def versioned_nodes(self) -> tuple[int, list[Node]]:
+        """``node_version`` and the Nodes, read together: whatever is derived from what placement reads of these
+        Nodes holds as long as ``node_version`` stays the same."""
+        with self._lock:
+            return self._node_version, list(self._nodes.values())
+
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
