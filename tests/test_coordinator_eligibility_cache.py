@@ -33,10 +33,10 @@ def test_pods_with_the_same_rules_share_one_answer_while_the_nodes_hold() -> Non
     first = make_pod("p0").node_selector(POOL, "x").obj()
     second = make_pod("p1").node_selector(POOL, "x").obj()
     other = make_pod("q").node_selector(POOL, "y").obj()
-    assert _eligible(cache, store, first) == {"a"}
-    assert _eligible(cache, store, second) == {"a"}
+    assert _eligible(cache, store, first) == frozenset({"a"})
+    assert _eligible(cache, store, second) == frozenset({"a"})
     assert cache.judged == 1
-    assert _eligible(cache, store, other) == {"b"}
+    assert _eligible(cache, store, other) == frozenset({"b"})
     assert cache.judged == 2
 
 
@@ -45,10 +45,10 @@ def test_a_heartbeat_keeps_the_answers() -> None:
     store = _store(node, make_node("b").obj())
     cache = EligibilityCache()
     pod = make_pod("p").node_selector(POOL, "x").obj()
-    assert _eligible(cache, store, pod) == {"a"}
+    assert _eligible(cache, store, pod) == frozenset({"a"})
     beat = node.model_copy(update={"metadata": node.metadata.model_copy()})  # a new object, nothing placement reads
     store.apply("Node", "MODIFIED", beat)
-    assert _eligible(cache, store, pod) == {"a"}
+    assert _eligible(cache, store, pod) == frozenset({"a"})
     assert cache.judged == 1
 
 
@@ -57,17 +57,17 @@ def test_every_node_change_eligibility_reads_gives_a_fresh_answer() -> None:
     cache = EligibilityCache()
     selective = make_pod("p").node_selector(POOL, "x").obj()
     anywhere = make_pod("q").obj()
-    assert _eligible(cache, store, selective) == {"a"}
-    assert _eligible(cache, store, anywhere) == {"a", "b"}
+    assert _eligible(cache, store, selective) == frozenset({"a"})
+    assert _eligible(cache, store, anywhere) == frozenset({"a", "b"})
     store.apply("Node", "MODIFIED", make_node("b").label(POOL, "x").obj())  # relabelled
-    assert _eligible(cache, store, selective) == {"a", "b"}
+    assert _eligible(cache, store, selective) == frozenset({"a", "b"})
     store.apply("Node", "MODIFIED", make_node("a").label(POOL, "x").taint("dedicated", "infra").obj())  # tainted
-    assert _eligible(cache, store, selective) == {"b"}
-    assert _eligible(cache, store, anywhere) == {"b"}
+    assert _eligible(cache, store, selective) == frozenset({"b"})
+    assert _eligible(cache, store, anywhere) == frozenset({"b"})
     store.apply("Node", "MODIFIED", make_node("b").label(POOL, "x").unschedulable().obj())  # cordoned
     assert _eligible(cache, store, anywhere) == frozenset()
     store.apply("Node", "ADDED", make_node("c").label(POOL, "x").obj())  # added
-    assert _eligible(cache, store, selective) == {"c"}
+    assert _eligible(cache, store, selective) == frozenset({"c"})
     store.apply("Node", "DELETED", make_node("c").obj())  # deleted
     assert _eligible(cache, store, selective) == frozenset()
     assert cache.judged == 8
@@ -80,5 +80,5 @@ def test_an_answer_judged_on_older_nodes_is_not_kept() -> None:
     _, old = cache.nodes(store)  # a plan that read the Nodes, then the Nodes change before it asks
     store.apply("Node", "MODIFIED", make_node("a").obj())
     assert _eligible(cache, store, pod) == frozenset()
-    assert old(pod, placement_signature(pod)) == {"a"}  # judged on the Nodes that plan holds
+    assert old(pod, placement_signature(pod)) == frozenset({"a"})  # judged on the Nodes that plan holds
     assert _eligible(cache, store, pod) == frozenset()  # and not kept for plans on the newer ones
