@@ -134,31 +134,33 @@ def free_capacity(
     members: GangMembers | None = None,
     placed: Mapping[str, str] | None = None,
     bound: Mapping[str, str] | None = None,
-) -> dict[str, ResourceVector]:
+) -> dict[str, Mapping[str, int]]:
     """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
     gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
-    bound yet (``bound``)."""
-    taken = store.used_by_node()
-    for node_name, units in reserved.items():
-        _add(taken.setdefault(node_name, {}), units)
+    bound yet (``bound``), floored at zero (as ``cluster_view.free_capacity``, on the store's parsed vectors:
+    parsing every node's quantities on every plan would cost more than the solve). Only nodes with something
+    taken get a vector of their own; every other node shares the store's allocatable, so do not modify them."""
+    allocatable, used = store.capacity()
+    own: dict[str, ResourceVector] = {}
     placed = placed or {}
     bound = bound or {}
     for group in members.groups if members is not None else ():
         for pod in group.pods:
             node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
             if node:
-                _add(taken.setdefault(node, {}), store.requests_of(pod))
-    return _free(store.allocatable_by_node(), taken)
-
-
-def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
-    """allocatable − taken per node, floored at zero (as ``cluster_view.free_capacity``, on cached vectors:
-    parsing every node's quantities on every plan would cost more than the solve)."""
-    for name, vector in allocatable.items():
-        for resource, units in taken.get(name, {}).items():
-            if resource in vector:
-                vector[resource] = max(0, vector[resource] - units)
-    return allocatable
+                _add(own.setdefault(node, {}), store.requests_of(pod))
+    free: dict[str, Mapping[str, int]] = dict(allocatable)
+    for name in used.keys() | reserved.keys() | own.keys():
+        vector = allocatable.get(name)
+        if vector is None:
+            continue  # a node the store no longer has (or not yet): nothing to place on
+        left = dict(vector)
+        for source in (used, reserved, own):
+            for resource, units in source.get(name, {}).items():
+                if resource in left:
+                    left[resource] = max(0, left[resource] - units)
+        free[name] = left
+    return free
 
 
 def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:
