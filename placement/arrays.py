@@ -7,9 +7,10 @@ are numbered per array; a node lacking a pack key's label gets a number of its o
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,41 @@ def _number(values: list[str]) -> tuple[Ints, list[str]]:
     return numbered, list(ids)
 
 
+@dataclass
+class _Tables:
+    """What the host arrays derive from the topology alone (names, positions, labels, levels, allocatable): one
+    set per ``Topology`` object, shared by every view on it. The extender keeps one topology while its Nodes do
+    not change, and rebuilding these for every plan cost more than the rest of a small gang's bounds. Arrays are
+    stored read-only, as they are shared."""
+
+    names: list[str]
+    position: dict[str, int]
+    labelled: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+    levels: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
+    keys: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
+    allocatable: dict[str, Ints] = field(default_factory=dict)
+
+
+_TABLES: weakref.WeakKeyDictionary[object, _Tables] = weakref.WeakKeyDictionary()
+
+
+def _tables(view: ClusterView) -> _Tables:
+    found = _TABLES.get(view.topology)
+    if found is None:
+        names = list(view.topology.hosts)
+        found = _Tables(names, {n: i for i, n in enumerate(names)})
+        _TABLES[view.topology] = found
+    return found
+
+
+_Array = TypeVar("_Array", bound=npt.NDArray[Any])
+
+
+def _frozen(array: _Array) -> _Array:
+    array.flags.writeable = False
+    return array
+
+
 class HostArrays:
     """Every host of the view, in topology order, as arrays: built once per solve (or once per batch of gangs on
     one view), before candidates are known, so resolving each group is a few vector operations instead of a
@@ -46,16 +82,16 @@ class HostArrays:
 
     def __init__(self, view: ClusterView, resources: Sequence[str]) -> None:
         self.view = view
-        hosts = view.topology.hosts
-        self.names: list[str] = list(hosts)
-        self.position = {n: i for i, n in enumerate(self.names)}
+        tables = _tables(view)
+        self.names: list[str] = tables.names
+        self.position = tables.position
         empty: dict[str, int] = {}
         free = [view.free.get(n, empty) for n in self.names]
         self.free = {r: np.fromiter((f.get(r, 0) for f in free), np.int64, len(free)) for r in resources}
-        self._labelled: dict[str, npt.NDArray[np.bool_]] = {}
-        self._levels: dict[str, tuple[Ints, list[str]]] = {}
-        self._keys: dict[str, tuple[Ints, list[str]]] = {}
-        self._allocatable: dict[str, Ints] = {}
+        self._labelled = tables.labelled
+        self._levels = tables.levels
+        self._keys = tables.keys
+        self._allocatable = tables.allocatable
         self.memo: dict[str, object] = {}  # what callers derive from this view's arrays alone (future fit)
 
     def debited(self, view: ClusterView, usage: Mapping[str, Mapping[str, int]]) -> HostArrays:
@@ -75,8 +111,8 @@ class HostArrays:
         """Allocatable units per host (kept: capacity does not change it, so debited twins share it)."""
         if resource not in self._allocatable:
             hosts = self.view.topology.hosts
-            self._allocatable[resource] = np.fromiter(
-                (hosts[n].allocatable.get(resource, 0) for n in self.names), np.int64, len(self.names)
+            self._allocatable[resource] = _frozen(
+                np.fromiter((hosts[n].allocatable.get(resource, 0) for n in self.names), np.int64, len(self.names))
             )
         return self._allocatable[resource]
 
@@ -97,8 +133,8 @@ class HostArrays:
         """Hosts that carry pack key ``key`` (the hostname key always counts as carried)."""
         if key not in self._labelled:
             hosts = self.view.topology.hosts
-            self._labelled[key] = np.fromiter(
-                (label_value(hosts[n].labels, key=key, node=n) is not None for n in self.names), np.bool_
+            self._labelled[key] = _frozen(
+                np.fromiter((label_value(hosts[n].labels, key=key, node=n) is not None for n in self.names), np.bool_)
             )
         return self._labelled[key]
 
@@ -108,7 +144,8 @@ class HostArrays:
         if key not in self._keys:
             hosts = self.view.topology.hosts
             values = [label_value(hosts[n].labels, key=key, node=n) or f"<none>:{n}" for n in self.names]
-            self._keys[key] = _number(values)
+            numbered, names = _number(values)
+            self._keys[key] = (_frozen(numbered), names)
         return self._keys[key]
 
     def level(self, level: str) -> tuple[Ints, list[str]]:
@@ -125,7 +162,7 @@ class HostArrays:
                 else:
                     ids[[self.position[n] for n in members]] = len(names)
                     names.append(value)
-            self._levels[level] = (ids, names)
+            self._levels[level] = (_frozen(ids), names)
         return self._levels[level]
 
 

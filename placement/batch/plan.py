@@ -149,7 +149,12 @@ def _neighbourhoods(gangs: Sequence[Queued], budget: int) -> list[Queued]:
             names = problem.arrays.level_names[level]
             size = len(names)
             total = np.bincount(ids, weights=primary, minlength=size)
-            partly = np.bincount(ids, weights=np.where(problem.arrays.fresh, 0, primary), minlength=size) > 0
+            if level == problem.fresh_level:
+                # Partly used as the objective's fresh tier counts it, over every node of the domain: a domain whose
+                # used nodes are full has none among the candidates (pruned), yet breaking it costs nothing.
+                partly = ~problem.arrays.fresh_domain_mask()
+            else:
+                partly = np.bincount(ids, weights=np.where(problem.arrays.fresh, 0, primary), minlength=size) > 0
             present = np.bincount(ids, minlength=size) > 0
             order = [int(d) for d in np.lexsort((-total, ~partly)) if present[d]]
             domains = [(f"level:{level}", names[d]) for d in order]

@@ -91,3 +91,18 @@ def test_a_malformed_request_is_refused_alone() -> None:
     batch = plan_batch([bad, good], cluster, SolveOptions(workers=1))
     assert batch.results["ns/bad"].status == Status.INVALID and "appears twice" in batch.results["ns/bad"].reason
     assert batch.results["ns/good"].status == Status.PLACED
+
+
+def test_a_neighbourhood_offers_a_partly_used_domain_whose_used_nodes_are_full() -> None:
+    # Four cliques of three 8-GPU nodes, and room for a model of 3 nodes. Clique c00's one used node is full, so no
+    # candidate of c00 is partly used (the full node is pruned), yet c00 is not wholly free: a gang placed there
+    # breaks no fresh clique. Its neighbourhood must offer c00 (first, as the partly used), where the greedy meets
+    # every bound and no model is needed; ranking cliques by their candidates alone put c00 last, the gang in a
+    # fresh clique, and a model that could not close the gap outside the neighbourhood.
+    cluster = view(hosts(cliques=4, per_clique=3), used={"z0c0h0": {GPU: 8}})
+    request = GangRequest("ns", "g", (group("w", 2, gpus=4),))
+    batch = plan_batch([request], cluster, SolveOptions(workers=1, model_nodes=3))
+    result = batch.results["ns/g"]
+    assert result.status == Status.PLACED
+    assert {node[:4] for node in result.assignment.values()} == {"z0c0"}
+    assert batch.objective_parts["models"] == 0 and batch.objective_parts["optimal"] == 1

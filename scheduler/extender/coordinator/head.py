@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from placement.batch import plan_batch
 from placement.request import ClusterView, Result, SolveOptions, Status
+from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
 from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members
@@ -59,6 +60,7 @@ class HeadPlanner:
         metrics: CoordinatorMetrics,
         clock: Callable[[], float],
         topologies: TopologyCache,
+        eligibility: EligibilityCache,
     ) -> None:
         self._store = store
         self._table = table
@@ -68,6 +70,7 @@ class HeadPlanner:
         self._metrics = metrics
         self._clock = clock
         self._topologies = topologies
+        self._eligibility = eligibility
 
     def waiting_with(self, ref: GangRef) -> list[GangRef]:
         """The gangs waiting for a first placement, oldest first, if ``ref`` is one of them and not alone (one
@@ -110,7 +113,13 @@ class HeadPlanner:
                 break  # the rest are beyond the head: left waiting as they are
             basis = self._table.planning_basis(queued, now=now)
             try:
-                gang = translate(members=members, facts=dict(basis.bound), excluded=basis.excluded, store=self._store)
+                gang = translate(
+                    members=members,
+                    facts=dict(basis.bound),
+                    excluded=basis.excluded,
+                    store=self._store,
+                    eligibility=self._eligibility,
+                )
             except GangRequestError as err:
                 # Another gang that cannot be planned now (finished, still gathering, malformed) is left as it is
                 # until a plan of its own says so; the one asked about gets its answer here.

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from placement.request import Result, SolveOptions, Status
+from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
 from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.head import HeadPlanner
@@ -66,6 +67,7 @@ class Planner:
         self._metrics = metrics
         self._clock = clock
         self._topologies = topologies
+        self._eligibility = EligibilityCache()
         self._head = HeadPlanner(
             store=store,
             table=table,
@@ -75,6 +77,7 @@ class Planner:
             metrics=metrics,
             clock=clock,
             topologies=topologies,
+            eligibility=self._eligibility,
         )
         self._serial = threading.Lock()
         self._busy: dict[str, int] = {}
@@ -178,6 +181,7 @@ class Planner:
                 reserved=basis.reserved_elsewhere,
                 store=self._store,
                 topologies=self._topologies,
+                eligibility=self._eligibility,
                 solver=self._solver,
                 options=self._options,
                 only=only,

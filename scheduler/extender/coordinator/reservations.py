@@ -47,13 +47,18 @@ class ReservationBook:
         return self._per_node.get(node, {})
 
     def reserved_by_node(self, *, excluding: str | None = None) -> dict[str, ResourceVector]:
-        """Units reserved per node by every gang but ``excluding`` (the gang being re-planned)."""
-        totals: dict[str, ResourceVector] = {}
-        for gang, held in self._gangs.items():
-            if gang == excluding:
-                continue
-            for reservation in held.by_pod.values():
-                _add(totals.setdefault(reservation.node, {}), reservation.demand, 1)
+        """Units reserved per node by every gang but ``excluding`` (the gang being re-planned); a node with nothing
+        reserved is absent. From the running per-node totals less the excluded gang's own: a plan reads this, and
+        summing every gang's reservations each time cost more than the rest of a small gang's plan. The vectors
+        are shared with the book, which replaces rather than changes them: do not modify them."""
+        totals = dict(self._per_node)
+        held = self._gangs.get(excluding) if excluding is not None else None
+        for reservation in held.by_pod.values() if held else ():
+            left = _plus(totals.get(reservation.node, {}), reservation.demand, -1)
+            if left:
+                totals[reservation.node] = left
+            else:
+                totals.pop(reservation.node, None)
         return totals
 
     def of_gang(self, gang: str) -> dict[str, Reservation]:
@@ -85,7 +90,7 @@ class ReservationBook:
             return None
         held = self._gangs[gang]
         reservation = held.by_pod.pop(pod)
-        _add(self._per_node.setdefault(reservation.node, {}), reservation.demand, -1)
+        self._count(reservation, -1)
         if not held.by_pod:
             del self._gangs[gang]
         return gang
@@ -119,7 +124,16 @@ class ReservationBook:
         self._gangs[gang] = _GangReservations(dict(picks), created_at=now, expires_at=now + ttl)
         for pod, reservation in picks.items():
             self._pod_gang[pod] = gang
-            _add(self._per_node.setdefault(reservation.node, {}), reservation.demand, 1)
+            self._count(reservation, 1)
+
+    def _count(self, reservation: Reservation, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) a reservation in its node's total; a total is replaced, never changed
+        in place (``reserved_by_node`` hands them out), and a node whose total comes to nothing is dropped."""
+        total = _plus(self._per_node.get(reservation.node, {}), reservation.demand, sign)
+        if total:
+            self._per_node[reservation.node] = total
+        else:
+            self._per_node.pop(reservation.node, None)
 
 
 @dataclass
@@ -151,10 +165,13 @@ class Statement:
             raise RuntimeError(f"statement for gang {self.gang} was already committed or discarded")
 
 
-def _add(into: ResourceVector, other: Mapping[str, int], sign: int) -> None:
+def _plus(vector: Mapping[str, int], other: Mapping[str, int], sign: int) -> ResourceVector:
+    """``vector`` + ``sign`` × ``other`` as a new vector, without the resources that come to zero."""
+    total = dict(vector)
     for name, amount in other.items():
-        left = into.get(name, 0) + sign * amount
+        left = total.get(name, 0) + sign * amount
         if left:
-            into[name] = left
+            total[name] = left
         else:
-            into.pop(name, None)
+            total.pop(name, None)
+    return total

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from api.core import ResourceVector
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
+from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
 from scheduler.extender.coordinator.members import SOLO_GROUP, GangMembers
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.state.store import ClusterStore
@@ -47,6 +48,7 @@ def plan_gang(
     solver: Solver,
     options: SolveOptions,
     only: str | None = None,
+    eligibility: EligibilityCache | None = None,
 ) -> PlanOutcome:
     """Plan the gang's pending members that are neither bound, ready nor kept, on what is free.
 
@@ -54,13 +56,16 @@ def plan_gang(
     ``ready`` the members whose bind call arrived for their planned node; ``kept`` planned members that keep
     their node; ``excluded`` a group to the nodes kube-scheduler's own filters refused for it; ``reserved`` the
     capacity other gangs hold per node. With ``only``, just that pod is planned, as one required pod (a
-    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``.
+    best-effort extra of a gang that already stands). Nodes, free capacity and topology come from ``store``;
+    ``eligibility`` keeps which nodes a pod may run on while they do not change.
     Raises ``GangRequestError`` (``GangNotReady`` while guaranteed members are missing or gated) as the translator
     does.
     """
     placed = {**kept, **ready}
     free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
-    gang = translate(members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only)
+    gang = translate(
+        members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only, eligibility=eligibility
+    )
     request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
     if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
@@ -96,24 +101,24 @@ def translate(
     excluded: Mapping[str, frozenset[str]],
     store: ClusterStore,
     only: str | None = None,
+    eligibility: EligibilityCache | None = None,
 ) -> Translated:
     """The request for what is left of the gang, through the one translator
     (``scheduler.extender.translation.gang_request``). ``facts``: members bound or placed, to their node. Raises
     ``GangRequestError`` for a PodGang that cannot be planned as it stands, ``GangNotReady`` while guaranteed members
-    are missing or gated."""
-    nodes = store.nodes()
+    are missing or gated. ``eligibility``: answers kept while the store's Nodes do not change (else every node is
+    judged)."""
+    nodes, eligible = eligibility.nodes(store) if eligibility is not None else (store.nodes(), None)
     pods = {pod.key: pod for group in members.groups for pod in group.pods}
     if members.podgang is None:
         (solo,) = members.groups[0].pods or (None,)
         if solo is None:
             raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
-        request = single_pod_request(
-            solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded, requests=store.requests_of
-        )
+        request = single_pod_request(solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded,
+                                     requests=store.requests_of, eligible=eligible)  # fmt: skip
     else:
-        request = gang_request(
-            members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only, requests=store.requests_of
-        )
+        request = gang_request(members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only,
+                               requests=store.requests_of, eligible=eligible)  # fmt: skip
     return Translated(
         request,
         demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},
@@ -129,31 +134,33 @@ def free_capacity(
     members: GangMembers | None = None,
     placed: Mapping[str, str] | None = None,
     bound: Mapping[str, str] | None = None,
-) -> dict[str, ResourceVector]:
+) -> dict[str, Mapping[str, int]]:
     """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
     gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
-    bound yet (``bound``)."""
-    taken = store.used_by_node()
-    for node_name, units in reserved.items():
-        _add(taken.setdefault(node_name, {}), units)
+    bound yet (``bound``), floored at zero (as ``cluster_view.free_capacity``, on the store's parsed vectors:
+    parsing every node's quantities on every plan would cost more than the solve). Only nodes with something
+    taken get a vector of their own; every other node shares the store's allocatable, so do not modify them."""
+    allocatable, used = store.capacity()
+    own: dict[str, ResourceVector] = {}
     placed = placed or {}
     bound = bound or {}
     for group in members.groups if members is not None else ():
         for pod in group.pods:
             node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
             if node:
-                _add(taken.setdefault(node, {}), store.requests_of(pod))
-    return _free(store.allocatable_by_node(), taken)
-
-
-def _free(allocatable: dict[str, ResourceVector], taken: Mapping[str, Mapping[str, int]]) -> dict[str, ResourceVector]:
-    """allocatable − taken per node, floored at zero (as ``cluster_view.free_capacity``, on cached vectors:
-    parsing every node's quantities on every plan would cost more than the solve)."""
-    for name, vector in allocatable.items():
-        for resource, units in taken.get(name, {}).items():
-            if resource in vector:
-                vector[resource] = max(0, vector[resource] - units)
-    return allocatable
+                _add(own.setdefault(node, {}), store.requests_of(pod))
+    free: dict[str, Mapping[str, int]] = dict(allocatable)
+    for name in used.keys() | reserved.keys() | own.keys():
+        vector = allocatable.get(name)
+        if vector is None:
+            continue  # a node the store no longer has (or not yet): nothing to place on
+        left = dict(vector)
+        for source in (used, reserved, own):
+            for resource, units in source.get(name, {}).items():
+                if resource in left:
+                    left[resource] = max(0, left[resource] - units)
+        free[name] = left
+    return free
 
 
 def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:

@@ -154,6 +154,12 @@ class ClusterStore:
         with self._lock:
             return list(self._nodes.values())
 
+    def versioned_nodes(self) -> tuple[int, list[Node]]:
+        """``node_version`` and the Nodes, read together: whatever is derived from what placement reads of these
+        Nodes holds as long as ``node_version`` stays the same."""
+        with self._lock:
+            return self._node_version, list(self._nodes.values())
+
     def node(self, name: str) -> Node | None:
         return self._nodes.get(name)
 
@@ -200,18 +206,16 @@ class ClusterStore:
         """The node's allocatable units, parsed once per node change (empty for an unknown node)."""
         return self._allocatable.get(node, {})
 
-    def allocatable_by_node(self) -> dict[str, ResourceVector]:
-        with self._lock:
-            return {name: dict(vector) for name, vector in self._allocatable.items()}
-
     def used_on(self, node: str) -> ResourceVector:
         """Units held on ``node`` by bound, non-terminal pods."""
         with self._lock:
             return dict(self._pods.used.get(node, {}))
 
-    def used_by_node(self) -> dict[str, ResourceVector]:
+    def capacity(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:
+        """Per node its allocatable and what bound pods use, read together. The allocatable vectors are the
+        store's own (a Node change replaces its vector, never changes it): read them, do not modify them."""
         with self._lock:
-            return {name: dict(vector) for name, vector in self._pods.used.items()}
+            return dict(self._allocatable), {name: dict(vector) for name, vector in self._pods.used.items()}
 
     # --- internals ---------------------------------------------------------------------------------------------
 

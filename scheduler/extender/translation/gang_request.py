@@ -41,7 +41,19 @@ from topology import DEFAULT_LEVELS
 # The label keys of one multi-node NVLink domain, in the order the default topology levels prefer them.
 _NVLINK_KEYS = next(level.keys for level in DEFAULT_LEVELS if level.name == "nvlink")
 
-__all__ = ["GangNotReady", "GangRequestError", "gang_request", "request_for_pod", "single_pod_request"]
+__all__ = [
+    "Eligibility",
+    "GangNotReady",
+    "GangRequestError",
+    "gang_request",
+    "placement_signature",
+    "request_for_pod",
+    "single_pod_request",
+]
+
+Eligibility = Callable[[Pod, str], frozenset[str] | None]
+"""The nodes a pod may run on (``None``: every node), given the pod and its ``placement_signature``: what a caller
+that keeps answers per signature passes to the translator; by default every node is judged each time."""
 
 
 class GangRequestError(ValueError):
@@ -59,21 +71,27 @@ def _pack(groups: Sequence[str], constraint: PodGangTopologyConstraint | None) -
     return PackScope(groups=tuple(groups), required=pack.required or None, preferred=pack.preferred or None)
 
 
-def _placement_signature(pod: Pod) -> str:
+def placement_signature(pod: Pod) -> str:
+    """Everything of the pod that ``eligibility`` judges a node by: pods with equal signatures may run on the same
+    nodes."""
     spec = pod.spec
     return spec.model_dump_json(include={"nodeSelector", "affinity", "tolerations"})
 
 
-def _eligible(pods: Sequence[Pod], nodes: Sequence[Node]) -> frozenset[str] | None:
+def _every_node(nodes: Sequence[Node]) -> Eligibility:
+    return lambda pod, _: eligible_nodes(pod, nodes)
+
+
+def _eligible(pods: Sequence[Pod], eligible: Eligibility) -> frozenset[str] | None:
     """Nodes every pod of the group may use; checked once per distinct set of placement rules, not per pod."""
     result: frozenset[str] | None = None
     seen: set[str] = set()
     for pod in pods:
-        signature = _placement_signature(pod)
+        signature = placement_signature(pod)
         if signature in seen:
             continue
         seen.add(signature)
-        passing = eligible_nodes(pod, nodes)
+        passing = eligible(pod, signature)
         if passing is not None:
             result = passing if result is None else result & passing
     return result
@@ -102,13 +120,15 @@ def gang_request(
     only: str | None = None,
     gated: bool = False,
     requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
+    eligible: Eligibility | None = None,
 ) -> GangRequest:
     """The request for what is left of ``gang``. ``pods`` maps pod keys (``ns/name``) to the members that exist;
     ``placed`` maps members assumed on a node (not bound yet) to it; ``excluded`` maps a group to nodes
     kube-scheduler's own filters refused for it; with ``only``, just that pod is planned, as one required pod
     (a best-effort extra of a gang that already stands); ``gated``: count gated pods as waiting too (what the
     gang will ask for, as a summary shows it, rather than what can be placed now); ``requests``: a pod's summed
-    requests (the extender passes its store's cached ones)."""
+    requests (the extender passes its store's cached ones); ``eligible``: the nodes a pod may run on, judged on
+    ``nodes`` (the extender passes answers it keeps while the nodes do not change)."""
     where = f"PodGang {gang.key}"
     names = [group.name for group in gang.spec.podgroups]
     if len(set(names)) != len(names):
@@ -132,7 +152,7 @@ def gang_request(
         members=members,
         scopes=scopes,
         nodes=nodes,
-        known=_Known(placed or {}, excluded or {}, only, gated, requests),
+        known=_Known(placed or {}, excluded or {}, only, gated, requests, eligible or _every_node(nodes)),
     )
 
 
@@ -157,6 +177,7 @@ class _Known:
     only: str | None
     gated: bool
     requests: Callable[[Pod], Mapping[str, int]]
+    eligible: Eligibility
 
 
 def _translate(
@@ -189,7 +210,7 @@ def _translate(
             )
         if not pending:
             continue
-        eligible = _eligible(pending, nodes)
+        eligible = _eligible(pending, known.eligible)
         if group.name in known.excluded:
             eligible = (frozenset(n.name for n in nodes) if eligible is None else eligible) - known.excluded[group.name]
         groups.append(
@@ -273,6 +294,8 @@ def _hold_to_placed_domains(
     nodes: Sequence[Node],
 ) -> list[GroupRequest]:
     """A ``required`` scope with members already placed must stay in their domain: narrow eligibility to it."""
+    if not node_of or not any(scope.required for scope in scopes):
+        return groups  # nothing holds any group to a domain: no need to read every node's labels
     labels = {node.name: node.metadata.labels for node in nodes}
     allowed: dict[str, frozenset[str]] = {}
     for scope in scopes:
@@ -304,6 +327,7 @@ def single_pod_request(
     placed: Mapping[str, str] | None = None,
     excluded: Mapping[str, frozenset[str]] | None = None,
     requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
+    eligible: Eligibility | None = None,
 ) -> GangRequest:
     """A pod of no PodGang is a gang of one: one group of one pod, guaranteed, named ``group`` (else the pod's
     name). The other arguments are :func:`gang_request`'s; a pod bound or placed leaves nothing to plan."""
@@ -314,7 +338,7 @@ def single_pod_request(
         members=members,
         scopes=(),
         nodes=nodes,
-        known=_Known(placed or {}, excluded or {}, None, False, requests),
+        known=_Known(placed or {}, excluded or {}, None, False, requests, eligible or _every_node(nodes)),
     )
 
 
