@@ -32,6 +32,9 @@ COMPONENT = "grove-extender"
 _MESSAGE_LIMIT = 1024  # the API server truncates longer event messages anyway; keep the start, which says why
 _MERGE_PATCH = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"
+# A nomination that lost a race is no news: the pod was deleted (404), re-created (the UID test: 422) or bound
+# (nominatedNodeName may not be set on a bound pod: 422) between the plan and the write.
+_NOMINATION_RACES = frozenset({404, 409, 422})
 
 
 def _api_message(reply: Reply) -> str:
@@ -107,12 +110,16 @@ class KubeClusterWriter:
         """End the running loop's connections (those of ``bind``); call before the loop ends."""
         await self._http.aclose()
 
-    def _check(self, action: str, outcome: Reply | ApiUnreachable, started: float) -> None:
+    def _check(
+        self, action: str, outcome: Reply | ApiUnreachable, started: float, *, expected: frozenset[int] = frozenset()
+    ) -> None:
+        """Raise ``WriteError`` unless the write succeeded; ``expected``: refusals logged at debug, not warning."""
         if isinstance(outcome, Reply) and 200 <= outcome.status < 300:
             log.debug("write ok action=%r seconds=%.4f", action, time.perf_counter() - started)
             return
         error = write_error(action, outcome, timeout=self._timeout[1])
-        log.warning("write failed action=%r error=%r", action, str(error))
+        level = logging.DEBUG if error.status in expected else logging.WARNING
+        log.log(level, "write failed action=%r error=%r", action, str(error))
         raise error
 
     def _send(self, action: str, method: str, path: str, body: dict[str, Any], content_type: str) -> None:
@@ -178,7 +185,7 @@ class KubeClusterWriter:
             nomination = nominations[index]
             try:
                 what = f"nominating node {nomination.node}" if nomination.node else "clearing the nominated node"
-                self._check(f"{what} for pod {nomination.key}", outcome, started)
+                self._check(f"{what} for pod {nomination.key}", outcome, started, expected=_NOMINATION_RACES)
             except WriteError as err:
                 done(nomination, err)
             else:

@@ -101,14 +101,17 @@ def test_sigkill_mid_release_of_100_gangs_of_8_leaves_none_partly_bound_after_re
         time.sleep(3)  # down: kube-scheduler's calls fail and its pods back off
         while_down = _bound_counts(control_plane, namespace)
         assert all(while_down[g] == at_kill[g] for g in at_kill), "something bound while the extender was down"
+        # A gang held by the policy was reported before the kill; one the SIGKILL cut mid-release (its bindings in
+        # flight) had no time to report anything: it must come back whole after the restart, checked below.
         gangs_now = {g["metadata"]["name"]: g for g in podgangs(control_plane, namespace)}
-        for name in partial:
+        held_gangs = {g.name for g in gangs[:3]}
+        for name in (g for g in partial if g in held_gangs):
             scheduled = condition(gangs_now[name], "Scheduled") or {}
             assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "PartiallyBound"), (name, scheduled)
     finally:
         control_plane.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
                               "e2e-hold-bindings", "--ignore-not-found")  # fmt: skip
-    control_plane.restart_extender(kill=True, wait=True)
+        control_plane.restart_extender(kill=True, wait=True)  # also after a failed check: later scenarios need it
     restarted = time.monotonic()
 
     def whole() -> dict[str, int] | None:
