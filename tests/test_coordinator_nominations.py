@@ -34,7 +34,7 @@ def _settle(h: Harness) -> None:
 
 
 def _plan(h: Harness, gang_key: str) -> dict[str, str]:
-    return h.coordinator.table.planned_nodes(gang_key)[0]
+    return dict(h.coordinator.table.planned_nodes(gang_key).plan)
 
 
 def test_every_planned_member_is_nominated_to_its_planned_node() -> None:
@@ -164,7 +164,7 @@ def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
             assert [n.node for n in held.sent] == [first, second], "then the newest goes"
             held.answer()
             assert h.coordinator.nominator.nominated() == {solo.key: second}
-            assert ref.planned_nodes(gang_ref_of(solo).key)[0] == {solo.key: second}
+            assert ref.planned_nodes(gang_ref_of(solo).key).plan == {solo.key: second}
 
     run(main)
 
@@ -220,3 +220,24 @@ def test_a_member_whose_bind_arrived_is_not_nominated() -> None:
             await waiting
 
     run(main)
+
+
+def test_members_bound_by_the_release_before_the_watch_shows_it_are_not_cleared() -> None:
+    pods, pg = gang("train", workers=2, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    h.coordinator.releaser._writer = InMemoryClusterWriter(None)  # binds the API accepts, the watch not yet shown
+    _settle(h)
+    plan = _plan(h, "default/train")
+    assert h.writer.nominated_nodes() == plan
+
+    async def main() -> None:
+        async with h.client() as client:
+            binds = [client.post("/bind", json=bind_body(p, plan[p.key])) for p in pods]
+            replies = await asyncio.gather(*binds)
+            assert all(r.json().get("Error", "") == "" for r in replies), [r.text for r in replies]
+
+    run(main)
+    assert h.store.pod(pods[0].key) is not None and not h.store.pod(pods[0].key).spec.nodeName, "watch lags"
+    _settle(h)
+    assert h.writer.nominated_nodes() == plan, "no nomination cleared on a pod our release bound"
+    assert h.coordinator.nominator.nominated() == {}

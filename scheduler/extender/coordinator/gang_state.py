@@ -21,6 +21,7 @@ __all__ = [
     "GangSummary",
     "GroupCount",
     "MemberView",
+    "NominationBasis",
     "PlanBasis",
     "PlanCommit",
     "PlanStatus",
@@ -219,6 +220,16 @@ class PodFacts:
     known: bool
     uid: str = ""
     node_name: str = ""
+
+
+@dataclass(frozen=True)
+class NominationBasis:
+    """A gang's plan as the nominator reads it: pod → planned node (bound members left out), the members whose bind
+    call arrived (kube-scheduler is done with them) and the bound ones (ours or the store's: nothing to undo)."""
+
+    plan: Mapping[str, str]
+    ready: frozenset[str]
+    bound: frozenset[str]
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from scheduler.extender.coordinator.gang_state import (
     GangState,
     GangSummary,
     MemberView,
+    NominationBasis,
     PlanBasis,
     PlanCommit,
     PlanStatus,
@@ -121,11 +122,13 @@ class GangTable:
                 or (not g.plan and not g.ready and not g.bound and not self._fresh(g))
             ]
 
-    def planned_nodes(self, gang: str) -> tuple[dict[str, str], frozenset[str]]:
-        """Pod → node of the members planned and not bound yet (ready ones included), and which of them are ready."""
+    def planned_nodes(self, gang: str) -> NominationBasis:
+        """What the gang's nominations follow: its plan, which members reached bind, which are bound."""
         with self._lock:
             g = self._gangs.get(gang)
-            return (dict(g.plan), frozenset(g.ready)) if g else ({}, frozenset())
+            if g is None:
+                return NominationBasis({}, frozenset(), frozenset())
+            return NominationBasis(dict(g.plan), frozenset(g.ready), frozenset(g.bound))
 
     def summary(self, gang: str) -> GangSummary | None:
         with self._lock:

@@ -65,12 +65,14 @@ class Nominator:
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
             return
-        planned, ready = self._table.planned_nodes(ref.key)
+        basis = self._table.planned_nodes(ref.key)
+        planned = basis.plan
         send: list[Nomination] = []
         with self._lock:
             members = self._members.setdefault(ref.key, set())
             for pod in sorted(members - planned.keys()):
-                wish = self._pending(pod, "")
+                # Bound by our release before the watch shows it: the API server clears the nomination itself.
+                wish = None if pod in basis.bound else self._pending(pod, "")
                 if wish is not None and (self._shown.get(pod) or pod in self._in_flight):
                     send.extend(self._want(wish))  # clear it
                 elif pod not in self._in_flight:  # cleared, bound or gone: nothing left to undo
@@ -78,7 +80,7 @@ class Nominator:
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
             for pod, node in planned.items():
-                if pod in ready:
+                if pod in basis.ready:
                     continue  # kube-scheduler has assumed it on its node and sent its bind: too late to help
                 wish = self._pending(pod, node)
                 if wish is not None and (self._shown.get(pod) != node or pod in self._next):
