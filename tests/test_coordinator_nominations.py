@@ -34,7 +34,7 @@ def _settle(h: Harness) -> None:
 
 
 def _plan(h: Harness, gang_key: str) -> dict[str, str]:
-    return dict(h.coordinator.table.planned_nodes(gang_key).plan)
+    return dict(h.coordinator.table.nomination_basis(gang_key).plan)
 
 
 def test_every_planned_member_is_nominated_to_its_planned_node() -> None:
@@ -164,7 +164,7 @@ def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
             assert [n.node for n in held.sent] == [first, second], "then the newest goes"
             held.answer()
             assert h.coordinator.nominator.nominated() == {solo.key: second}
-            assert ref.planned_nodes(gang_ref_of(solo).key).plan == {solo.key: second}
+            assert ref.nomination_basis(gang_ref_of(solo).key).plan == {solo.key: second}
 
     run(main)
 

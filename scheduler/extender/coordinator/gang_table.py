@@ -122,7 +122,7 @@ class GangTable:
                 or (not g.plan and not g.ready and not g.bound and not self._fresh(g))
             ]
 
-    def planned_nodes(self, gang: str) -> NominationBasis:
+    def nomination_basis(self, gang: str) -> NominationBasis:
         """What the gang's nominations follow: its plan, which members reached bind, which are bound."""
         with self._lock:
             g = self._gangs.get(gang)

@@ -65,7 +65,7 @@ class Nominator:
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
             return
-        basis = self._table.planned_nodes(ref.key)
+        basis = self._table.nomination_basis(ref.key)
         planned = basis.plan
         send: list[Nomination] = []
         with self._lock:
