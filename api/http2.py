@@ -44,6 +44,8 @@ from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
 from starlette.types import ASGIApp, Message
 
+from api.header_blocks import RememberingDecoder, RememberingEncoder
+
 __all__ = ["MAX_STREAMS", "Http2Protocol", "ServerState"]
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,9 @@ class Http2Protocol(asyncio.Protocol):
             normalize_inbound_headers=False,
         )
         self._h2 = H2Connection(config=config)
+        # The same few header fields both ways on every call: decoded and encoded once while HPACK's table allows.
+        self._h2.decoder = RememberingDecoder(max_header_list_size=self._h2.decoder.max_header_list_size)
+        self._h2.encoder = RememberingEncoder()
         self._h2.local_settings = Settings(  # before initiate_connection, which sends them
             client=False,
             initial_values={
