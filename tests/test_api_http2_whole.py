@@ -1,0 +1,188 @@
+"""kube-scheduler's verbs over HTTP/2 served whole (``api.http2.WholeRequests``): the same answers as through ASGI,
+for good and bad requests alike, and the bounds of a request still arriving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from h2.errors import ErrorCodes
+from h2.events import DataReceived, Event, ResponseReceived, StreamEnded, StreamReset
+from prometheus_client import CollectorRegistry
+from starlette.types import Receive, Scope, Send
+
+from api.app import create_app
+from api.extender import ExtenderArgs, ExtenderFilterResult
+from api.http2 import WholeHandler, WholeRequests
+from tests.test_api_app import POD, EchoExtender
+from tests.test_api_http2 import Client
+
+BIND = {"PodName": "p", "PodNamespace": "default", "PodUID": "u1", "Node": "a"}
+
+
+class Counted:
+    """The app as served, counting which way each request reached it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app: Any = app
+        assert isinstance(app, WholeRequests)
+        self.asgi: list[str] = []
+        self.whole_calls: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.asgi.append(scope["path"])
+        await self.app(scope, receive, send)
+
+    def whole(self, method: str, path: str) -> WholeHandler | None:
+        handler = self.app.whole(method, path)
+        if handler is None:
+            return None
+
+        async def counted(body: bytes, headers: list[tuple[bytes, bytes]]) -> Any:
+            self.whole_calls.append(path)
+            return await handler(body, headers)
+
+        return counted
+
+
+class Unencodable(EchoExtender):
+    async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
+        return "not a model"  # type: ignore[return-value]  # a bug outside the verb's own guard
+
+
+def served(extender: EchoExtender) -> Counted:
+    return Counted(create_app(extender, registry=CollectorRegistry(), max_body_bytes=4096))
+
+
+def send(client: Client, path: bytes, body: bytes, *, pieces: int, length: bool = True) -> int:
+    """A POST of ``body`` in ``pieces`` DATA frames, each delivered in its own read."""
+    stream = client.h2.get_next_available_stream_id()
+    headers = [(b":method", b"POST"), (b":path", path), (b":scheme", b"https"), (b":authority", b"extender")]
+    headers += [(b"content-type", b"application/json")]
+    if length:
+        headers += [(b"content-length", b"%d" % len(body))]
+    client.h2.send_headers(stream, headers, end_stream=not body)
+    step = -(-len(body) // pieces) if body else 0
+    for start in range(0, len(body), step or 1):
+        client.h2.send_data(stream, body[start : start + step], end_stream=start + step >= len(body))
+        if start + step < len(body):
+            client.server.data_received(client.h2.data_to_send())
+    return stream
+
+
+async def answer(client: Client, stream: int) -> tuple[bytes, list[tuple[bytes, bytes]], bytes]:
+    for _ in range(20):
+        await client.pump()
+        for event in client.events:
+            if isinstance(event, DataReceived) and event.flow_controlled_length:
+                client.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id or 0)
+        if any(isinstance(e, StreamEnded) and e.stream_id == stream for e in client.events):
+            break
+    heads = [e for e in client.events if isinstance(e, ResponseReceived) and e.stream_id == stream]
+    assert len(heads) == 1, client.events
+    headers = [(bytes(n), bytes(v)) for n, v in heads[0].headers or []]
+    body = b"".join(e.data or b"" for e in client.events if isinstance(e, DataReceived) and e.stream_id == stream)
+    return dict(headers)[b":status"], headers, body
+
+
+CASES = [
+    pytest.param(b"/filter", json.dumps({"Pod": POD, "NodeNames": ["a", "b"]}), True, b"200", "", id="filter"),
+    pytest.param(b"/bind", json.dumps(BIND), True, b"200", "", id="bind"),
+    pytest.param(b"/prioritize", json.dumps({"Pod": POD, "NodeNames": ["a"]}), True, b"200", "", id="prioritize"),
+    pytest.param(b"/filter", "{not json", True, b"400", "filter", id="malformed-json"),
+    pytest.param(b"/filter", json.dumps({"Pod": POD, "NodeNames": "a"}), True, b"400", "NodeNames", id="wrong-type"),
+    pytest.param(b"/bind", json.dumps({"PodName": "p"}), True, b"400", "PodNamespace", id="bind-missing-field"),
+    pytest.param(b"/filter", "[" + "1," * 2100 + "1]", True, b"413", "body of 4203 bytes", id="declared-too-large"),
+    pytest.param(b"/filter", "[" + "1," * 2100 + "1]", False, b"413", "body exceeds", id="too-large"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "length", "status", "named"), CASES)
+def test_a_verb_served_whole_answers_what_asgi_answers(
+    path: bytes, body: str, length: bool, status: bytes, named: str
+) -> None:
+    """The same request twice: arrived whole (served directly), and with its body in two reads (served by ASGI,
+    which reads it as it comes). Status, header fields and body are the same."""
+
+    async def run() -> tuple[Counted, list[tuple[bytes, list[tuple[bytes, bytes]], bytes]]]:
+        app = served(EchoExtender())
+        client = Client(app)
+        await client.pump()
+        replies = []
+        for pieces in (1, 2):
+            stream = send(client, path, body.encode(), pieces=pieces, length=length)
+            replies.append(await answer(client, stream))
+        return app, replies
+
+    app, (whole, asgi) = asyncio.run(run())
+    assert app.whole_calls == [path.decode()] and app.asgi == [path.decode()]
+    assert whole == asgi
+    assert whole[0] == status
+    if named:
+        assert named in json.loads(whole[2])["Error"]
+
+
+def test_a_failure_outside_the_verbs_guard_is_a_503_in_the_wire_format_either_way(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def run() -> list[tuple[bytes, list[tuple[bytes, bytes]], bytes]]:
+        client = Client(served(Unencodable()))
+        await client.pump()
+        body = json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()
+        return [await answer(client, send(client, b"/filter", body, pieces=pieces)) for pieces in (1, 2)]
+
+    whole, asgi = asyncio.run(run())
+    assert (whole[0], sorted(whole[1]), whole[2]) == (asgi[0], sorted(asgi[1]), asgi[2])  # Starlette's order
+    assert whole[0] == b"503"
+    assert json.loads(whole[2]) == {"Error": "grove-extender: internal error: AttributeError"}
+    assert sum(1 for r in caplog.records if r.exc_info) == 2  # logged once each
+
+
+@pytest.mark.parametrize("method", [b"GET", b"PUT"])
+def test_another_method_on_a_verb_goes_through_asgi_and_is_refused(method: bytes) -> None:
+    async def run() -> tuple[Counted, tuple[bytes, list[tuple[bytes, bytes]], bytes]]:
+        app = served(EchoExtender())
+        client = Client(app)
+        stream = client.h2.get_next_available_stream_id()
+        fields = [(b":method", method), (b":path", b"/filter"), (b":scheme", b"https"), (b":authority", b"x")]
+        client.h2.send_headers(stream, fields, end_stream=True)
+        return app, await answer(client, stream)
+
+    app, (status, headers, _) = asyncio.run(run())
+    assert status == b"405" and (b"allow", b"POST") in headers
+    assert app.whole_calls == [] and app.asgi == ["/filter"]
+
+
+def test_a_verb_whose_body_never_arrives_is_reset_at_the_request_timeout_and_never_served() -> None:
+    async def run() -> tuple[Counted, list[Event], int]:
+        app = served(EchoExtender())
+        client = Client(app, request_timeout=0.2)
+        stream = client.h2.get_next_available_stream_id()
+        fields = [(b":method", b"POST"), (b":path", b"/bind"), (b":scheme", b"https"), (b":authority", b"x")]
+        client.h2.send_headers(stream, fields)  # and then no body
+        await client.pump()
+        events = await client.pump(0.4)
+        return app, events, stream
+
+    app, events, stream = asyncio.run(run())
+    resets = [e for e in events if isinstance(e, StreamReset)]
+    assert [(e.stream_id, e.error_code) for e in resets] == [(stream, ErrorCodes.CANCEL)]
+    assert app.whole_calls == [] and app.asgi == []
+
+
+def test_a_verb_the_client_cancels_before_its_body_arrives_is_never_served_and_others_are() -> None:
+    async def run() -> tuple[Counted, tuple[bytes, list[tuple[bytes, bytes]], bytes]]:
+        app = served(EchoExtender())
+        client = Client(app)
+        cancelled = client.h2.get_next_available_stream_id()
+        fields = [(b":method", b"POST"), (b":path", b"/bind"), (b":scheme", b"https"), (b":authority", b"x")]
+        client.h2.send_headers(cancelled, fields)
+        await client.pump()
+        client.h2.reset_stream(cancelled)
+        await client.pump()
+        return app, await answer(client, send(client, b"/bind", json.dumps(BIND).encode(), pieces=1))
+
+    app, (status, _, _) = asyncio.run(run())
+    assert status == b"200" and app.whole_calls == ["/bind"] and app.asgi == []
