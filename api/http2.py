@@ -44,6 +44,7 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
+from hyperframe.frame import Frame
 from starlette.types import ASGIApp, Message
 
 from api.header_blocks import RememberingDecoder, RememberingEncoder
@@ -66,6 +67,18 @@ _NAMES = re.compile(rb"[!-9;-@\[-~]+(?: [!-9;-@\[-~]+)*")
 """Field names joined by spaces: each non-empty, printable ASCII but upper case and the colon (RFC 9113 §8.2.1)."""
 _CONTROL = re.compile(rb"[\0\r\n]")
 _BLANK = (0x20, 0x09)  # a value may not start or end with them
+
+
+def _short_frame_repr(frame: Frame) -> str:
+    return f"{type(frame).__name__}(stream_id={frame.stream_id})"
+
+
+# h2 formats every frame it receives for a trace log (``logger.trace("Received frame: %s", repr(frame))`` in
+# ``H2Connection._receive_frame``) before its logger, which by default does nothing, can decline it, and no setting
+# turns that off. hyperframe's repr of a frame renders its flags, sorted, and its body in hex: a twentieth of the
+# server's CPU per call (bench_http2, py-spy). This process never logs frames, so a frame is shown by its type and
+# stream alone (tests/test_api_http2.py checks it).
+Frame.__repr__ = _short_frame_repr  # type: ignore[method-assign]
 
 
 Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
