@@ -27,7 +27,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 from urllib.parse import unquote
 
 from h2.config import H2Configuration
@@ -99,7 +99,8 @@ class WholeRequests(Protocol):
     """
 
     def whole(self, method: str, path: str) -> WholeHandler | None:
-        """The handler for ``method`` on ``path`` (decoded as in ASGI's ``scope["path"]``), or ``None``: ASGI."""
+        """The handler for ``method`` on ``path`` (decoded as in ASGI's ``scope["path"]``), or ``None``: ASGI.
+        Asked once per connection for each set of header fields it sees: the answer must not change."""
         ...
 
 
@@ -110,6 +111,21 @@ class ServerState(Protocol):
     tasks: set[asyncio.Task[None]]
 
 
+_HEADS = 64
+"""Header sets remembered per connection, as read by ``Http2Protocol._head`` (emptied when full)."""
+
+
+class _Head(NamedTuple):
+    """A well-formed request's header fields, read: what its streams are served with."""
+
+    method: str
+    path: str  # decoded, as ASGI's scope["path"]
+    raw_path: bytes
+    query: bytes
+    headers: list[tuple[bytes, bytes]]  # with host from :authority when it had none; copied for each stream
+    whole: WholeHandler | None  # the app's handler for it whole, if it has one
+
+
 class _Stream:
     def __init__(self, stream_id: int) -> None:
         self.id = stream_id
@@ -118,8 +134,7 @@ class _Stream:
         self.closed = False  # reset, answered or the connection is gone: nothing more to receive or send
         self.arrived = asyncio.Event()  # a chunk, the end, or the close
         self.window = asyncio.Event()  # the client opened its flow-control window again
-        self.whole: tuple[WholeHandler, str, list[tuple[bytes, bytes]]] | None = None  # its handler, path, fields
-        self.scope: dict[str, Any] | None = None  # for ASGI, should its body arrive in pieces
+        self.head: _Head | None = None  # unless malformed
 
     def wake(self) -> None:
         self.arrived.set()
@@ -180,6 +195,7 @@ class Http2Protocol(asyncio.Protocol):
         self._idle_at = 0.0  # when _idle fires
         self._closing = False
         self._flush_pending = False
+        self._heads: dict[tuple[tuple[bytes, bytes], ...], _Head | str] = {}
         self._waiting: list[_Stream] = []  # served whole once their body has arrived, unless it comes in pieces
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
@@ -266,7 +282,14 @@ class Http2Protocol(asyncio.Protocol):
 
     def _start(self, event: RequestReceived) -> None:
         stream_id = event.stream_id or 0
-        head = _request_head(cast(list[tuple[bytes, bytes]], event.headers or []))
+        fields = cast(list[tuple[bytes, bytes]], event.headers or [])
+        key = tuple(fields)
+        head = self._heads.get(key)
+        if head is None:  # kube-scheduler sends a few header sets, over and over: each is read once
+            head = self._head(fields)
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            self._heads[key] = head
         stream = _Stream(stream_id)
         self._streams[stream_id] = stream
         self._disarm_idle()
@@ -278,33 +301,24 @@ class Http2Protocol(asyncio.Protocol):
             log.info("refusing a malformed HTTP/2 request client=%s reason=%s", self._client, head)
             self._refuse(stream, head)
             return
-        pseudo, headers = head
-        raw_path, _, query = pseudo[b":path"].partition(b"?")
-        method, path = pseudo[b":method"].decode("ascii"), unquote(raw_path.decode("ascii"))
-        stream.scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "2",
-            "method": method,
-            "scheme": "https",
-            "path": path,
-            "raw_path": raw_path,
-            "query_string": query,
-            "root_path": "",
-            "headers": headers,
-            "client": self._client,
-            "server": self._server,
-            "state": {},
-        }
-        handler = self._whole.whole(method, path) if self._whole is not None else None
-        if handler is None:
+        stream.head = head
+        if head.whole is None:
             self._serve_asgi(stream)
-            return
-        stream.whole = handler, path, headers
-        if stream.ended:
+        elif stream.ended:
             self._serve_whole(stream)
         else:
             self._waiting.append(stream)
+
+    def _head(self, fields: list[tuple[bytes, bytes]]) -> _Head | str:
+        """What a request's header fields say, or why it is malformed."""
+        checked = _request_head(fields)
+        if isinstance(checked, str):
+            return checked
+        pseudo, headers = checked
+        raw_path, _, query = pseudo[b":path"].partition(b"?")
+        method, path = pseudo[b":method"].decode("ascii"), unquote(raw_path.decode("ascii"))
+        whole = self._whole.whole(method, path) if self._whole is not None else None
+        return _Head(method, path, raw_path, query, headers, whole)
 
     def _serve_arrived(self) -> None:
         """After a read: serve whole the waiting streams whose request has arrived; those whose body came in part
@@ -322,18 +336,34 @@ class Http2Protocol(asyncio.Protocol):
                 self._waiting.append(stream)  # its headers alone so far
 
     def _serve_asgi(self, stream: _Stream) -> None:
-        assert stream.scope is not None
-        stream.whole = None
-        self._track(self._loop.create_task(self._serve(stream, stream.scope)))
+        head = stream.head
+        assert head is not None
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "2",
+            "method": head.method,
+            "scheme": "https",
+            "path": head.path,
+            "raw_path": head.raw_path,
+            "query_string": head.query,
+            "root_path": "",
+            "headers": list(head.headers),
+            "client": self._client,
+            "server": self._server,
+            "state": {},
+        }
+        self._track(self._loop.create_task(self._serve(stream, scope)))
 
     def _serve_whole(self, stream: _Stream) -> None:
-        assert stream.whole is not None
-        handler, path, headers = stream.whole
+        head = stream.head
+        assert head is not None and head.whole is not None
         chunks = stream.chunks
         body = chunks[0][0] if len(chunks) == 1 else b"".join(data for data, _ in chunks)
         self._acknowledge(stream, sum(length for _, length in chunks))  # taken by the app
         chunks.clear()
-        self._track(self._loop.create_task(self._answer_whole(stream, handler(body, headers), path)))
+        reply = head.whole(body, list(head.headers))
+        self._track(self._loop.create_task(self._answer_whole(stream, reply, head.path)))
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._state.tasks.add(task)

@@ -297,3 +297,23 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serv
 def test_a_frame_is_shown_by_its_type_and_stream_alone() -> None:
     """h2 renders every frame it receives for a trace log nobody reads: ``api.http2`` makes that rendering cheap."""
     assert repr(DataFrame(3, b"x" * 1600, flags=["END_STREAM"])) == "DataFrame(stream_id=3)"
+
+
+def test_the_same_header_fields_again_are_read_afresh_for_each_stream() -> None:
+    """A connection reads each distinct set of header fields once: what one stream's app does to its scope's
+    headers must not reach the next stream that sent the same ones."""
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def meddling(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(list(scope["headers"]))
+        scope["headers"].append((b"x-meddled", b"1"))
+        await echo(scope, receive, send)
+
+    async def run() -> None:
+        client = Client(meddling)
+        for path in (b"/filter", b"/other", b"/filter"):
+            client.request(path, b"a")
+            await client.pump()
+
+    asyncio.run(run())
+    assert seen[0] == seen[2] == seen[1] == [(b"host", b"extender")]
