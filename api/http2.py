@@ -49,7 +49,7 @@ from starlette.types import ASGIApp, Message
 
 from api.header_blocks import RememberingDecoder, RememberingEncoder
 
-__all__ = ["MAX_STREAMS", "Http2Protocol", "Reply", "ServerState", "WholeHandler", "WholeRequests"]
+__all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "Reply", "ServerState", "WholeHandler", "WholeRequests"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,11 @@ class ServerState(Protocol):
     connections: set[Any]
     tasks: set[asyncio.Task[None]]
 
+
+WHOLE_BYTES = 16 * 1024
+"""Request body a connection holds, unacknowledged, for streams it will serve whole once their END_STREAM arrives (a
+quarter of the connection's flow-control window): a client may end a stream with an empty DATA frame of its own
+(Python's h2-based ones do; Go's, kube-scheduler's, sets END_STREAM on the last DATA frame)."""
 
 _HEADS = 64
 """Header sets remembered per connection, as read by ``Http2Protocol._head`` (emptied when full)."""
@@ -321,19 +326,24 @@ class Http2Protocol(asyncio.Protocol):
         return _Head(method, path, raw_path, query, headers, whole)
 
     def _serve_arrived(self) -> None:
-        """After a read: serve whole the waiting streams whose request has arrived; those whose body came in part
-        go to ASGI, which reads it as it comes (acknowledged as read: a body larger than the flow-control window
-        could never arrive whole, and bodies held back would close the connection's window to every stream)."""
+        """After a read: serve whole the waiting streams whose request has arrived. The bodies of those still
+        arriving are held unacknowledged, within ``WHOLE_BYTES`` for all of them: held longer they would close the
+        connection's flow-control window to every stream, and a body larger than a window could never arrive. A
+        stream that does not fit goes to ASGI, which reads its body and reopens the window as it comes."""
         waiting, self._waiting = self._waiting, []
+        room = WHOLE_BYTES
         for stream in waiting:
             if stream.closed:
                 continue
             if stream.ended:
                 self._serve_whole(stream)
-            elif stream.chunks:
+                continue
+            held = sum(length for _, length in stream.chunks)
+            if held > room:
                 self._serve_asgi(stream)
             else:
-                self._waiting.append(stream)  # its headers alone so far
+                room -= held
+                self._waiting.append(stream)
 
     def _serve_asgi(self, stream: _Stream) -> None:
         head = stream.head

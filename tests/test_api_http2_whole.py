@@ -15,7 +15,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.app import create_app
 from api.extender import ExtenderArgs, ExtenderFilterResult
-from api.http2 import WholeHandler, WholeRequests
+from api.http2 import WHOLE_BYTES, WholeHandler, WholeRequests
 from tests.test_api_app import POD, EchoExtender
 from tests.test_api_http2 import Client
 
@@ -45,6 +45,16 @@ class Counted:
             return await handler(body, headers)
 
         return counted
+
+
+class AsgiOnly:
+    """The app as served, without its whole-request handlers: every request through ASGI."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 class Unencodable(EchoExtender):
@@ -103,20 +113,16 @@ CASES = [
 def test_a_verb_served_whole_answers_what_asgi_answers(
     path: bytes, body: str, length: bool, status: bytes, named: str
 ) -> None:
-    """The same request twice: arrived whole (served directly), and with its body in two reads (served by ASGI,
-    which reads it as it comes). Status, header fields and body are the same."""
+    """The same request to the same app, served whole and through ASGI: the same status, fields and body."""
 
-    async def run() -> tuple[Counted, list[tuple[bytes, list[tuple[bytes, bytes]], bytes]]]:
-        app = served(EchoExtender())
+    async def run(app: Any) -> tuple[bytes, list[tuple[bytes, bytes]], bytes]:
         client = Client(app)
         await client.pump()
-        replies = []
-        for pieces in (1, 2):
-            stream = send(client, path, body.encode(), pieces=pieces, length=length)
-            replies.append(await answer(client, stream))
-        return app, replies
+        return await answer(client, send(client, path, body.encode(), pieces=1, length=length))
 
-    app, (whole, asgi) = asyncio.run(run())
+    app = served(EchoExtender())
+    whole = asyncio.run(run(app))
+    asgi = asyncio.run(run(AsgiOnly(app)))
     assert app.whole_calls == [path.decode()] and app.asgi == [path.decode()]
     assert whole == asgi
     assert whole[0] == status
@@ -127,17 +133,69 @@ def test_a_verb_served_whole_answers_what_asgi_answers(
 def test_a_failure_outside_the_verbs_guard_is_a_503_in_the_wire_format_either_way(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def run() -> list[tuple[bytes, list[tuple[bytes, bytes]], bytes]]:
-        client = Client(served(Unencodable()))
+    async def run(app: Any) -> tuple[bytes, list[tuple[bytes, bytes]], bytes]:
+        client = Client(app)
         await client.pump()
         body = json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()
-        return [await answer(client, send(client, b"/filter", body, pieces=pieces)) for pieces in (1, 2)]
+        return await answer(client, send(client, b"/filter", body, pieces=1))
 
-    whole, asgi = asyncio.run(run())
+    app = served(Unencodable())
+    whole, asgi = asyncio.run(run(app)), asyncio.run(run(AsgiOnly(app)))
     assert (whole[0], sorted(whole[1]), whole[2]) == (asgi[0], sorted(asgi[1]), asgi[2])  # Starlette's order
     assert whole[0] == b"503"
     assert json.loads(whole[2]) == {"Error": "grove-extender: internal error: AttributeError"}
     assert sum(1 for r in caplog.records if r.exc_info) == 2  # logged once each
+
+
+def test_a_body_that_ends_in_a_later_read_is_still_served_whole() -> None:
+    """Python's h2 clients end a stream with an empty DATA frame of their own, often in a later read."""
+
+    async def run() -> tuple[Counted, tuple[bytes, list[tuple[bytes, bytes]], bytes]]:
+        app = served(EchoExtender())
+        client = Client(app)
+        await client.pump()
+        body = json.dumps({"Pod": POD, "NodeNames": ["a"]}).encode()
+        stream = client.h2.get_next_available_stream_id()
+        fields = [(b":method", b"POST"), (b":path", b"/filter"), (b":scheme", b"https"), (b":authority", b"x")]
+        client.h2.send_headers(stream, fields)
+        for piece in (body[:10], body[10:]):  # each in its own read, neither with END_STREAM
+            client.h2.send_data(stream, piece)
+            await client.pump()
+        client.h2.end_stream(stream)
+        return app, await answer(client, stream)
+
+    app, (status, _, body) = asyncio.run(run())
+    assert status == b"200" and json.loads(body)["NodeNames"] == ["a"]
+    assert app.whole_calls == ["/filter"] and app.asgi == []
+
+
+def test_bodies_arriving_beyond_what_a_connection_holds_go_through_asgi_and_are_served() -> None:
+    """Held unacknowledged, bodies still arriving would close the connection's window to every stream: past
+    ``WHOLE_BYTES`` (for all of them together) a stream is read through ASGI as its body comes."""
+    names = [f"node-{i:05d}" for i in range(1_000)]  # 14 KB
+    body = json.dumps({"Pod": POD, "NodeNames": names}).encode()
+    assert WHOLE_BYTES // 2 < len(body) < WHOLE_BYTES
+
+    async def run() -> tuple[Counted, list[tuple[bytes, list[tuple[bytes, bytes]], bytes]]]:
+        app = Counted(create_app(EchoExtender(), registry=CollectorRegistry()))
+        client = Client(app)
+        await client.pump()
+        streams = []
+        for _ in range(2):  # each within the limit, not both
+            stream = client.h2.get_next_available_stream_id()
+            fields = [(b":method", b"POST"), (b":path", b"/filter"), (b":scheme", b"https"), (b":authority", b"x")]
+            client.h2.send_headers(stream, fields)
+            client.h2.send_data(stream, body[:-1])
+            streams.append(stream)
+        client.server.data_received(client.h2.data_to_send())
+        for stream in streams:
+            client.h2.send_data(stream, body[-1:], end_stream=True)
+        return app, [await answer(client, stream) for stream in streams]
+
+    app, replies = asyncio.run(run())
+    assert [status for status, _, _ in replies] == [b"200", b"200"]
+    assert all(json.loads(reply)["NodeNames"] == names for _, _, reply in replies)
+    assert app.whole_calls == ["/filter"] and app.asgi == ["/filter"]
 
 
 @pytest.mark.parametrize("method", [b"GET", b"PUT"])
