@@ -26,7 +26,7 @@ import contextlib
 import logging
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 from urllib.parse import unquote
 
@@ -85,7 +85,7 @@ Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
 """A response as a whole: its status, its header fields (names in lower case, none of HTTP/1.1's connection-specific
 ones) and its body."""
 
-WholeHandler = Callable[[bytes, list[tuple[bytes, bytes]]], Awaitable[Reply]]
+WholeHandler = Callable[[bytes, list[tuple[bytes, bytes]]], Coroutine[Any, Any, Reply]]
 """Answers a request from its whole body and its header fields."""
 
 
@@ -372,8 +372,23 @@ class Http2Protocol(asyncio.Protocol):
         body = chunks[0][0] if len(chunks) == 1 else b"".join(data for data, _ in chunks)
         self._acknowledge(stream, sum(length for _, length in chunks))  # taken by the app
         chunks.clear()
-        reply = head.whole(body, list(head.headers))
-        self._track(self._loop.create_task(self._answer_whole(stream, reply, head.path)))
+        self._run_now(stream, self._answer_whole(stream, head.whole(body, list(head.headers)), head.path))
+
+    def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
+        """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all.
+        A filter usually answers without waiting: a task of its own cost it more than the rest of our part, and the
+        reply could only go out in a later turn of the loop. (Python 3.12's eager tasks do the same; within that
+        first step ``asyncio.current_task()`` is None, which the verbs never ask.)"""
+        try:
+            waiting_on = answer.send(None)
+        except StopIteration:
+            return
+        except Exception:
+            log.exception("HTTP/2 stream failed stream=%d", stream.id)
+            if not stream.closed:
+                self._reset(stream, ErrorCodes.INTERNAL_ERROR)
+            return
+        self._track(self._loop.create_task(_carry_on(answer, waiting_on)))
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._state.tasks.add(task)
@@ -615,6 +630,38 @@ class Http2Protocol(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._write()  # a GOAWAY or a reset queued just before goes out ahead of the close
             self._transport.close()
+
+
+class _Resumed:
+    """Awaits what a coroutine started by hand is waiting on, then drives it on to its end, as ``yield from``
+    would have from the start: what the task sends or throws (a cancellation) reaches the coroutine."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+        self._coroutine = coroutine
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coroutine, waiting_on = self._coroutine, self._waiting_on
+        while True:
+            try:
+                sent = yield waiting_on
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as err:  # passed on, as yield from does
+                try:
+                    waiting_on = coroutine.throw(err)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting_on = coroutine.send(sent)
+                except StopIteration:
+                    return
+
+
+async def _carry_on(coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+    await _Resumed(coroutine, waiting_on)
 
 
 def _request_head(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], list[tuple[bytes, bytes]]] | str:

@@ -15,7 +15,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.app import create_app
 from api.extender import ExtenderArgs, ExtenderFilterResult
-from api.http2 import WHOLE_BYTES, WholeHandler, WholeRequests
+from api.http2 import WHOLE_BYTES, Reply, WholeHandler, WholeRequests
 from tests.test_api_app import POD, EchoExtender
 from tests.test_api_http2 import Client
 
@@ -244,3 +244,94 @@ def test_a_verb_the_client_cancels_before_its_body_arrives_is_never_served_and_o
 
     app, (status, _, _) = asyncio.run(run())
     assert status == b"200" and app.whole_calls == ["/bind"] and app.asgi == []
+
+
+class Gate:
+    """Whole-request handlers that answer at once, after a wait, or fail after one."""
+
+    def __init__(self) -> None:
+        self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.cancelled = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("every path here is served whole")
+
+    def whole(self, method: str, path: str) -> WholeHandler | None:
+        return {"/now": self.now, "/later": self.later, "/fail": self.fail}.get(path)
+
+    async def now(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> Reply:
+        return 200, [(b"content-length", b"%d" % len(body))], body
+
+    async def later(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> Reply:
+        try:
+            await self.opened
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return await self.now(body, headers)
+
+    async def fail(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> Reply:
+        await asyncio.sleep(0)
+        raise RuntimeError("failed after a wait")
+
+
+def others() -> set[asyncio.Task[Any]]:
+    return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+def replies(client: Client, *streams: int) -> list[bytes]:
+    data = [e for e in client.events if isinstance(e, DataReceived)]
+    return [b"".join(e.data or b"" for e in data if e.stream_id == stream) for stream in streams]
+
+
+def test_an_answer_that_never_waits_is_given_no_task_and_one_that_waits_is_carried_on() -> None:
+    async def run() -> tuple[int, list[int], list[int], list[bytes]]:
+        gate = Gate()
+        client = Client(gate)
+        await client.pump()
+        later = client.request(b"/later", b"second")
+        now = client.request(b"/now", b"first")
+        client.server.data_received(client.h2.data_to_send())
+        tasks = len(others())  # the waiting one's alone
+        await client.pump()
+        gate.opened.set_result(None)
+        await client.pump()
+        ended = [e.stream_id or 0 for e in client.events if isinstance(e, StreamEnded)]
+        return tasks, ended, [now, later], replies(client, now, later)
+
+    tasks, ended, order, bodies = asyncio.run(run())
+    assert tasks == 1
+    assert ended == order and bodies == [b"first", b"second"]
+
+
+def test_a_waiting_answer_that_fails_resets_its_stream_alone(caplog: pytest.LogCaptureFixture) -> None:
+    async def run() -> tuple[list[Event], int, int]:
+        client = Client(Gate())
+        failing = client.request(b"/fail", b"x")
+        await client.pump()
+        served = client.request(b"/now", b"y")
+        await client.pump()
+        return client.events, failing, served
+
+    events, failing, served = asyncio.run(run())
+    resets = [(e.stream_id, e.error_code) for e in events if isinstance(e, StreamReset)]
+    assert resets == [(failing, ErrorCodes.INTERNAL_ERROR)]
+    assert [e.stream_id for e in events if isinstance(e, StreamEnded)] == [served]
+    assert any("failed after a wait" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+
+
+def test_cancelling_the_task_that_carries_a_waiting_answer_reaches_the_answer() -> None:
+    """As at a forced shutdown: the cancellation is thrown into the handler where it waits, as ``yield from``
+    would, so its own clean-up runs."""
+
+    async def run() -> bool:
+        gate = Gate()
+        client = Client(gate)
+        client.request(b"/later", b"x")
+        await client.pump()
+        for task in others():
+            task.cancel()
+        await client.pump()
+        return gate.cancelled
+
+    assert asyncio.run(run())
