@@ -33,7 +33,7 @@ extender calls, TLS handshakes, GC …) from a CPU profile of its first ``PROFIL
 its own pprof endpoint (``benchmarks.e2e.pprof``); ``--profile DIR`` keeps those profiles and adds py-spy ones of
 the extender (``extender-ahead.txt`` from its start until planned and nominated ahead, ``extender-real.txt`` over
 the drive; ``python -m benchmarks.e2e.profile FILE`` sums either). Without ``--live``, one line says what planning
-ahead took: queue heads planned, the CP-SAT models they needed, the solver's time and the CPU by thread.
+ahead took: queue heads planned, the CP-SAT models they needed, the gangs' plans and the CPU by thread.
 """
 
 from __future__ import annotations
@@ -239,10 +239,12 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
         if not args.no_nominate:
             phase.planning_seconds += _wait_nominated(plane, total)
     phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
-    phase.planning_by_thread = by_thread({}, thread_cpu(serve), thread_names(serve))
+    live = thread_cpu(serve)
     phase.planning_counters = _extender_counters(plane)
     if ahead is not None:
-        ahead.stop()
+        ahead.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
+    phase.planning_by_thread = by_thread({}, live, thread_names(serve))
+    phase.planning_by_thread["threads ended (CP-SAT workers …)"] = phase.planning_cpu - sum(live.values())
     idle_from = cpu_seconds(serve)
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
@@ -379,8 +381,8 @@ def ahead_line(phase: Phase) -> str:
     threads = sorted(phase.planning_by_thread.items(), key=lambda item: -item[1])
     heads, models = _sum(found, "grove_extender_queue_heads_total"), _sum(found, "grove_extender_batch_models_total")
     return (
-        f"ahead, from its start: queue heads {heads:.0f}, CP-SAT models {models:.0f}, solver "
-        f"{_sum(found, 'grove_extender_solve_seconds_sum'):.1f} s wall; CPU by thread, s: "
+        f"ahead, from its start: queue heads {heads:.0f}, CP-SAT models {models:.0f}, plans "
+        f"{_sum(found, 'grove_extender_plans_total'):.0f}; CPU by thread, s: "
         + ", ".join(f"{name} {s:.1f}" for name, s in threads if s >= 0.05)
     )
 
