@@ -87,6 +87,7 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
         self._body: list[bytes] = []
+        self.lost: asyncio.Future[None] = loop.create_future()
         self.closed = False
         self.reusable = False
         self.idle_since = 0.0
@@ -107,6 +108,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if not self.lost.done():
+            self.lost.set_result(None)
         reason = f"{type(exc).__name__}: {exc}" if exc else "the API server closed the connection"
         self._fail(Unanswered(reason, timed_out=False))
 
@@ -145,6 +148,11 @@ class _Connection(asyncio.Protocol):
         self.reusable = False
         if self._transport is not None:
             self._transport.close()
+
+    def abort(self) -> None:
+        self.close()
+        if self._transport is not None:
+            self._transport.abort()
 
     def _fail(self, error: Unanswered) -> None:
         waiter, self._waiter = self._waiter, None
@@ -189,11 +197,19 @@ class Pool:
                 self._put_back(connection)
             return answer
 
-    def close(self) -> None:
-        for connection in list(self._open):
-            connection.close()
+    async def aclose(self, *, grace: float = 1.0) -> None:
+        """Close every connection and wait until each is gone: a TLS connection's close is a shutdown exchange that
+        must end before its loop does. One still closing after ``grace`` seconds is aborted."""
+        closing = list(self._open)
         self._open.clear()
         self._idle.clear()
+        for connection in closing:
+            connection.close()
+        if closing:
+            await asyncio.wait([c.lost for c in closing], timeout=grace)
+        for connection in closing:
+            if not connection.lost.done():
+                connection.abort()
 
     def _reused(self) -> _Connection | None:
         now = self._clock()

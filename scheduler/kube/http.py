@@ -209,4 +209,4 @@ class ApiHttp:
         finally:
             self._pools.pop(loop, None)
             self._holders.pop(loop, None)  # nothing keeps an ended loop alive
-            pool.close()
+            await pool.aclose()

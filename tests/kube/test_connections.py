@@ -94,7 +94,7 @@ def test_a_kept_alive_connection_carries_the_next_request() -> None:
             pool = pool_for(server)
             assert await post(pool) == (201, b'{"n": 1}')
             assert await post(pool) == (201, b'{"n": 1}')
-            pool.close()
+            await pool.aclose()
         assert server.connections == 1
         head = server.heads[0]
         assert head.startswith(b"POST /prefix/api/v1/x HTTP/1.1\r\n")  # the server URL's path prefixes the path
@@ -112,7 +112,7 @@ def test_a_chunked_answer_is_read_whole() -> None:
             pool = pool_for(server)
             assert await post(pool) == (200, b"abcde")
             assert await post(pool) == (200, b"abcde")
-            pool.close()
+            await pool.aclose()
         assert server.connections == 1
 
     asyncio.run(run())
@@ -130,7 +130,7 @@ def test_connection_close_and_a_hang_up_end_reuse_without_failing_the_next_reque
                 await post(pool)  # the server hangs up instead of answering
             assert not hung_up.value.timed_out
             assert (await post(pool))[0] == 201
-            pool.close()
+            await pool.aclose()
         assert server.connections == 3
 
     asyncio.run(run())
@@ -144,7 +144,7 @@ def test_an_idle_connection_closed_by_the_server_is_not_reused() -> None:
             server.writers[0].close()  # the server drops the idle connection
             await asyncio.sleep(0.05)
             assert (await post(pool))[0] == 201
-            pool.close()
+            await pool.aclose()
         assert server.connections == 2
 
     asyncio.run(run())
@@ -161,7 +161,7 @@ def test_a_connection_idle_too_long_is_replaced() -> None:
             await post(pool)
             now[0] += IDLE_SECONDS + 1
             await post(pool)
-            pool.close()
+            await pool.aclose()
         assert server.connections == 2
 
     asyncio.run(run())
@@ -178,8 +178,8 @@ def test_a_late_answer_is_a_timeout_and_never_reaches_the_next_request() -> None
             assert late.value.timed_out
             slow = pool_for(server, read=2.0)
             assert await post(slow) == (201, b'"second"')  # on a new connection: the first's answer is gone
-            pool.close()
-            slow.close()
+            await pool.aclose()
+            await slow.aclose()
         assert server.connections == 2
 
     asyncio.run(run())
@@ -195,7 +195,7 @@ def test_a_cancelled_request_closes_its_connection() -> None:
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert (await post(pool))[0] == 201
-            pool.close()
+            await pool.aclose()
         assert server.connections == 2
 
     asyncio.run(run())
@@ -206,7 +206,7 @@ def test_the_pool_holds_at_most_its_size_of_connections() -> None:
         async with serving(lambda head: ok(), delay=0.05) as server:
             pool = pool_for(server, size=2)
             answers = await asyncio.gather(*(post(pool) for _ in range(8)))
-            pool.close()
+            await pool.aclose()
         assert [status for status, _ in answers] == [201] * 8
         assert server.most_open == 2 and server.connections == 2
 
@@ -220,7 +220,7 @@ def test_an_answer_that_is_not_http_is_named() -> None:
             with pytest.raises(Unanswered, match=r"not HTTP/1\.1") as garbage:
                 await post(pool)
             assert not garbage.value.timed_out
-            pool.close()
+            await pool.aclose()
 
     asyncio.run(run())
 
