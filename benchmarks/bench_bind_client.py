@@ -7,7 +7,8 @@ with PodGang status and Events. This measures the binding alone, ``--concurrency
 loop, as a gang's binds are, and the CPU the calling process spends per bind (``time.process_time``: every thread
 of it; the fake API server runs in a process of its own and is not counted):
 
-- **KubeClusterWriter**: the extender's writer as it is (aiohttp on the caller's loop);
+- **KubeClusterWriter**: the extender's writer as it is (its own kept-alive connections on the caller's loop,
+  ``scheduler.kube.connections``: llhttp parses the answers);
 - **KubeClusterWriter, blocking**: its Event write from a thread without a loop, one at a time, as the background
   worker writes status and Events (a POST of about the same size);
 - **official client, worker threads**: ``create_namespaced_pod_binding`` through ``asyncio.to_thread`` (before);
@@ -16,8 +17,8 @@ of it; the fake API server runs in a process of its own and is not counted):
 - **raw async, pooled**: a bare HTTP/1.1 client on the event loop over kept-alive connections
   (``benchmarks.e2e.loopback.Pool``, at most ``--concurrency`` of them): no thread, no model objects;
 - **httpx async, pooled**: ``httpx.AsyncClient`` (HTTP/1.1, kept-alive), a well-kept library doing the same;
-- **aiohttp, pooled**: a bare ``aiohttp.ClientSession`` (HTTP/1.1 with its C parser, kept-alive): what the
-  writer adds to it (auth, JSON, error translation).
+- **aiohttp, pooled**: a bare ``aiohttp.ClientSession`` (HTTP/1.1 with its C parser, kept-alive): what the writer
+  went through before it kept its own connections.
 
     .venv/bin/python -m benchmarks.bench_bind_client [--binds 2000] [--concurrency 8]
 """
@@ -232,7 +233,7 @@ def aiohttp_async(api_client: ApiClient, base: str, names: list[str], concurrenc
 
 
 CLIENTS: list[tuple[str, Callable[[ApiClient, str, list[str], int], None]]] = [
-    ("KubeClusterWriter (now: aiohttp on this loop)", writer_now),
+    ("KubeClusterWriter (now: its connections on this loop)", writer_now),
     ("KubeClusterWriter, blocking Event writes, one at a time (private loop)", writer_blocking),
     ("official client, worker threads (before)", official_threads),
     ("official client, this thread", official_here),

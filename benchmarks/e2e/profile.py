@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["CATEGORIES", "breakdown"]
 
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("planning (solve)", ("placement/solve.py", "placement/batch.py")),
+    ("planning (solve)", ("placement/solve.py", "placement/batch/")),
     ("planning (members, view, topology)", ("Planner.plan", "HeadPlanner.", "TopologyCache")),
     ("watch: JSON decode", ("scheduler/kube/informer.py", "json/decoder.py")),
     ("watch: model decode", ("Decoder.change", "Decoder.page", "Decoder.parse")),

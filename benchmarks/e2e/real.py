@@ -30,8 +30,10 @@ bound pod: the extender's own (``/metrics`` on its debug port: verbs, binds, pla
 names what each bound pod cost: filter (by answer), prioritize and bind calls, TLS handshakes, API writes, watch
 events the extender decoded, plans and queue-head models. kube-scheduler's CPU is split by activity (in-tree filters,
 extender calls, TLS handshakes, GC …) from a CPU profile of its first ``PROFILE_SECONDS`` in each phase, read from
-its own pprof endpoint (``benchmarks.e2e.pprof``); ``--profile DIR`` keeps those profiles and adds a py-spy one of
-the extender.
+its own pprof endpoint (``benchmarks.e2e.pprof``); ``--profile DIR`` keeps those profiles and adds py-spy ones of
+the extender (``extender-ahead.txt`` from its start until planned and nominated ahead, ``extender-real.txt`` over
+the drive; ``python -m benchmarks.e2e.profile FILE`` sums either). Without ``--live``, one line says what planning
+ahead took: queue heads planned, the CP-SAT models they needed, the gangs' plans and the CPU by thread.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Phase:
     writes_by_thread: dict[str, float] = field(default_factory=dict)  # the writes, by thread name
     planning_seconds: float = 0.0  # planned ahead and nominated, before kube-scheduler starts
     planning_cpu: float = 0.0  # the extender's CPU seconds until then, from its start
+    planning_by_thread: dict[str, float] = field(default_factory=dict)  # the same, by thread name
+    planning_counters: Counters = field(default_factory=dict)  # the extender's counters then (totals)
 
     @property
     def pods_per_second(self) -> float:
@@ -228,12 +232,19 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
         create_gangs(plane.api, NAMESPACE, gangs)
     plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
     assert plane.extender is not None
+    serve = plane.extender.child.pid
+    ahead = Sampler.start(serve, Path(args.profile) / "extender-ahead.txt") if args.profile and not args.live else None
     if not args.live:
         phase.planning_seconds = _wait_planned(plane, len(gangs))
         if not args.no_nominate:
             phase.planning_seconds += _wait_nominated(plane, total)
-    serve = plane.extender.child.pid
     phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
+    live = thread_cpu(serve)
+    phase.planning_counters = _extender_counters(plane)
+    if ahead is not None:
+        ahead.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
+    phase.planning_by_thread = by_thread({}, live, thread_names(serve))
+    phase.planning_by_thread["threads ended (CP-SAT workers …)"] = phase.planning_cpu - sum(live.values())
     idle_from = cpu_seconds(serve)
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
@@ -364,6 +375,18 @@ def counts_line(phase: Phase) -> str:
     )  # fmt: skip
 
 
+def ahead_line(phase: Phase) -> str:
+    """What planning ahead took, from the extender's start until every gang was planned and nominated."""
+    found = phase.planning_counters
+    threads = sorted(phase.planning_by_thread.items(), key=lambda item: -item[1])
+    heads, models = _sum(found, "grove_extender_queue_heads_total"), _sum(found, "grove_extender_batch_models_total")
+    return (
+        f"ahead, from its start: queue heads {heads:.0f}, CP-SAT models {models:.0f}, plans "
+        f"{_sum(found, 'grove_extender_plans_total'):.0f}; CPU by thread, s: "
+        + ", ".join(f"{name} {s:.1f}" for name, s in threads if s >= 0.05)
+    )
+
+
 def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
     pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
     if args.live:
@@ -390,6 +413,8 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
                   "listing included; not in the figure before)")  # fmt: skip
         print(f"extender CPU per bound pod: {1000 * through.cpu['extender'] / pods:.2f} ms, idle {idle:.0f} ms/s; "
               f"{before}")  # fmt: skip
+        if not args.live:
+            print(ahead_line(through))
         parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
         print("extender CPU by thread, ms per bound pod: "
               + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from placement.batch.bounds import fresh_domains_bound, fresh_nodes_bound
 from placement.batch.queue import Queued
 from placement.future_fit import FutureFit, usage_of
 from placement.objective import Counts, quality_names, quality_values, tier_names
@@ -28,6 +29,7 @@ class BatchObjective:
         self.classes = sorted({g.request.priority for g in gangs}, reverse=True)
         self.quality = quality_names(gangs[0].problem) if gangs else ()
         self.future = future
+        self._lower: tuple[int, ...] | None = None
 
     def names(self) -> tuple[str, ...]:
         waiting = tuple(f"waiting:{p}" for p in self.classes)
@@ -38,12 +40,23 @@ class BatchObjective:
 
     def lower(self) -> tuple[int, ...]:
         """A lexicographic lower bound: nothing waits, each gang's quality tiers at their own bounds (what it could
-        reach alone), and no GPU fragmented. A plan that meets it is optimal."""
+        reach alone) but for the wholly free domains and nodes they break, bounded for the head together
+        (:mod:`placement.batch.bounds`), and no GPU fragmented. A plan that meets it is optimal."""
+        if self._lower is None:
+            self._lower = self._bound()
+        return self._lower
+
+    def _bound(self) -> tuple[int, ...]:
         quality = [0] * len(self.quality)
         for gang in self.gangs:
             found = dict(zip(tier_names(gang.problem), gang.bounds.per_tier, strict=True))
             for i, name in enumerate(self.quality):
                 quality[i] += found[name]
+        fresh = f"fresh:{self.gangs[0].problem.fresh_level}" if self.gangs else None
+        if fresh in self.quality:
+            quality[self.quality.index(fresh)] = fresh_domains_bound(self.gangs)
+        if "fresh:host" in self.quality:
+            quality[self.quality.index("fresh:host")] = fresh_nodes_bound(self.gangs)
         return (*([0] * len(self.classes)), 0, *quality, *((0,) if self.future else ()))
 
     def evaluate(self, plans: Mapping[int, Counts]) -> tuple[int, ...]:

@@ -19,19 +19,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from placement.arrays import HostArrays
 from placement.batch.model import solve_batch
 from placement.batch.objective import BatchObjective
-from placement.batch.queue import Queued, guaranteed_request, head_of, weight_of
+from placement.batch.queue import Queued, resolve_head
 from placement.batch.warm_start import Residual, warm_start
 from placement.bounds import gang_bounds
-from placement.explain import explain_infeasible, relaxation_reason
+from placement.explain import explain_infeasible
 from placement.future_fit import FutureFit
 from placement.greedy.extras import add_extras
 from placement.objective import Counts
 from placement.outcome import planned
-from placement.problem import InvalidRequest, Problem, check_request, prepare
-from placement.prune import prune
+from placement.problem import Problem
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
 
 __all__ = ["BatchResult", "plan_batch"]
@@ -58,29 +56,8 @@ def plan_batch(
     clock = options.clock
     started = clock()
     deadline = started + options.time_limit_seconds
-    positions = head_of(requests, size)
-    head = tuple(requests[i].key for i in positions)
-    resources = sorted({r for i in positions for g in requests[i].groups for r, u in g.demand.items() if u > 0})
-    hosts = HostArrays(view, resources)
-    results: dict[str, Result] = {}
-    gangs: list[Queued] = []
-    for position in positions:
-        request = requests[position]
-        try:
-            check_request(request)
-            whole = prepare(guaranteed_request(request), view, options, hosts=hosts)
-        except InvalidRequest as error:
-            results[request.key] = Result(Status.INVALID, reason=str(error))
-            continue
-        reason = relaxation_reason(whole)
-        pruned = prune(whole) if reason is None else whole
-        # Coarse bounds (no exact best-fit refinement, which a batch cannot pay for every gang): a placementScore
-        # measured against them can only come out lower, never inflated.
-        bounds = gang_bounds(pruned, exact_fit=False) if reason is None else None
-        if bounds is None:
-            results[request.key] = Result(Status.INFEASIBLE, reason=reason or explain_infeasible(whole))
-            continue
-        gangs.append(Queued(position, len(gangs), request, pruned, bounds, weight_of(request)))
+    head = resolve_head(requests, view, options, size=size)
+    hosts, gangs, results = head.hosts, head.gangs, dict(head.refused)
     exact = sum(len(g.problem.nodes) for g in gangs) <= options.model_nodes
     if not exact:
         budget = max(1, options.model_nodes // max(1, len(gangs)))
@@ -106,7 +83,7 @@ def plan_batch(
         parts["optimal"] = float(proven)
         parts.update(zip(objective.names(), map(float, values), strict=True))
     results.update(_results(gangs, plans, start, proven=bool(parts["optimal"])))
-    return BatchResult(results, head, parts, clock() - started)
+    return BatchResult(results, head.keys, parts, clock() - started)
 
 
 def _neighbourhoods(gangs: Sequence[Queued], budget: int) -> list[Queued]:

@@ -1,5 +1,5 @@
 """``ApiHttp``: the extender's writes to the API server as bare HTTP/1.1 requests over kept-alive connections
-(aiohttp), on the caller's event loop, or on a private one for a thread without a loop.
+(``scheduler.kube.connections``), on the caller's event loop, or on a private one for a thread without a loop.
 
 The official client costs 0.6-1.3 ms of CPU per write (model objects, urllib3, a worker thread per call:
 ``benchmarks/bench_bind_client.py``) and the extender writes at least once per pod it schedules. Writes need none of
@@ -24,8 +24,9 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
-import aiohttp
 from kubernetes.client import Configuration
+
+from scheduler.kube.connections import Endpoint, Pool, Unanswered
 
 __all__ = ["TOKEN_SECONDS", "ApiHttp", "ApiUnreachable", "Reply", "Request"]
 
@@ -97,20 +98,21 @@ class ApiHttp:
     ) -> None:
         self._configuration = configuration
         self._clock = clock
-        self._auth: tuple[float, str | None] | None = None  # (read at, Authorization header)
-        self._base = configuration.host.rstrip("/")
-        self._ssl = ssl_context(configuration)
+        self._auth: tuple[float, str] | None = None  # (read at, the Authorization field and its CRLF, or "")
         # tls-server-name in a kubeconfig: the name the API server's certificate is checked against.
-        self._server_hostname: str | None = configuration.tls_server_name or None
-        connect, read = timeout
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        self._endpoint = Endpoint.of(
+            configuration.host,
+            tls=ssl_context(configuration),
+            server_hostname=configuration.tls_server_name or None,
+        )
+        self._timeout = timeout
         self._pool_size = pool_size
-        self._user_agent = user_agent
+        self._fields = f"User-Agent: {user_agent}\r\nAccept: application/json\r\n"
         if configuration.proxy:
             log.warning("proxy not used for writes proxy=%s", configuration.proxy)
-        # aiohttp sessions belong to one loop: one per loop that calls ``request``, plus the private loop of ``send``;
+        # Connections belong to one loop: a pool per loop that calls ``request``, plus the private loop of ``send``;
         # each held open by an async generator whose end closes it (``_held_open``).
-        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._pools: dict[asyncio.AbstractEventLoop, Pool] = {}
         self._holders: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
         self._lock = threading.Lock()
         self._own: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
@@ -119,25 +121,13 @@ class ApiHttp:
         """The request's answer (any status), on the running loop's connections; ``ApiUnreachable`` when none
         came."""
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop) or await self._open(loop)
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
-        authorization = self._authorization()
-        if authorization:
-            headers["Authorization"] = authorization
+        pool = self._pools.get(loop) or await self._open(loop)
+        fields = f"{self._fields}Content-Type: {content_type}\r\n{self._authorization()}"
         try:
-            async with session.request(
-                method,
-                self._base + path,
-                data=body,
-                headers=headers,
-                ssl=self._ssl,
-                server_hostname=self._server_hostname,
-            ) as response:
-                return Reply(response.status, await response.read())
-        except TimeoutError as err:
-            raise ApiUnreachable(f"{type(err).__name__}: {err}", timed_out=True) from None
-        except (aiohttp.ClientError, OSError) as err:
-            raise ApiUnreachable(f"{type(err).__name__}: {err}", timed_out=False) from None
+            status, answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
+        except Unanswered as err:
+            raise ApiUnreachable(str(err), timed_out=err.timed_out) from None
+        return Reply(status, answer)
 
     def send(self, method: str, path: str, *, body: bytes, content_type: str = "application/json") -> Reply:
         """``request`` for a thread without a loop (the background worker): blocks until the answer, which comes
@@ -186,11 +176,11 @@ class ApiHttp:
         thread.join(timeout=5.0)
         loop.close()
 
-    def _authorization(self) -> str | None:
+    def _authorization(self) -> str:
         now = self._clock()
         if self._auth is None or now - self._auth[0] >= TOKEN_SECONDS:
             bearer = self._configuration.auth_settings().get("BearerToken")
-            self._auth = (now, bearer["value"] if bearer else None)
+            self._auth = (now, f"Authorization: {bearer['value']}\r\n" if bearer else "")
         return self._auth[1]
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
@@ -202,28 +192,21 @@ class ApiHttp:
                 self._own = (loop, thread)
             return self._own[0]
 
-    async def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
-        # Idle connections are dropped after 15 s, before proxies and load balancers in front of an API server
-        # (60 s and more) drop them under a request.
-        connector = aiohttp.TCPConnector(limit=self._pool_size, keepalive_timeout=15.0)
-        session = aiohttp.ClientSession(
-            connector=connector, timeout=self._timeout, headers={"User-Agent": self._user_agent}
-        )
-        self._sessions[loop] = session
-        holder = self._held_open(loop, session)
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> Pool:
+        pool = Pool(self._endpoint, size=self._pool_size, timeout=self._timeout, clock=self._clock)
+        self._pools[loop] = pool
+        holder = self._held_open(loop, pool)
         await anext(holder)
         self._holders[loop] = holder
-        return session
+        return pool
 
-    async def _held_open(
-        self, loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession
-    ) -> AsyncGenerator[None, None]:
-        """Suspended while the session lives. A loop tracks every started async generator and closes them as it
-        shuts down (``asyncio.run``, uvicorn's runner: ``shutdown_asyncgens``), while it can still run the session's
-        close: no caller (uvicorn's loop is the release's) has to remember to."""
+    async def _held_open(self, loop: asyncio.AbstractEventLoop, pool: Pool) -> AsyncGenerator[None, None]:
+        """Suspended while the pool lives. A loop tracks every started async generator and closes them as it shuts
+        down (``asyncio.run``, uvicorn's runner: ``shutdown_asyncgens``), while its transports can still close: no
+        caller (uvicorn's loop is the release's) has to remember to."""
         try:
             yield
         finally:
-            self._sessions.pop(loop, None)
+            self._pools.pop(loop, None)
             self._holders.pop(loop, None)  # nothing keeps an ended loop alive
-            await session.close()
+            await pool.aclose()

@@ -139,16 +139,20 @@ class HeadPlanner:
         view = ClusterView(topology=self._topologies.get(self._store), free=free)
         started = time.perf_counter()
         batch = plan_batch([w.gang.request for w in waiting], view, self._options, size=self._size)
-        self._metrics.batch_models.inc()
+        self._metrics.queue_heads.inc()
+        if batch.objective_parts.get("models"):
+            self._metrics.batch_models.inc()
         self._metrics.solve_seconds.observe(time.perf_counter() - started)
         by_key = {w.ref.key: w for w in waiting}
         for key in batch.head:
             reasons[key] = self._commit(by_key[key], batch.results[key], now=now)
         log.info(
-            "planned queue head=%d waiting=%d placed=%d seconds=%.4f",
+            "planned queue head=%d waiting=%d placed=%d models=%d optimal=%d seconds=%.4f",
             len(batch.head),
             len(waiting),
             sum(1 for key in batch.head if reasons[key] is None),
+            batch.objective_parts.get("models", 0),
+            batch.objective_parts.get("optimal", 0),
             time.perf_counter() - started,
         )
         return reasons.get(ref.key)

@@ -96,9 +96,14 @@ class CoordinatorMetrics:
             ["answer"],
             registry=registry,
         )
+        self.queue_heads = Counter(
+            "grove_extender_queue_heads_total",
+            "Queue heads planned together (several waiting gangs at once); their gangs' plans count in plans_total.",
+            registry=registry,
+        )
         self.batch_models = Counter(
             "grove_extender_batch_models_total",
-            "Queue-head models solved (several waiting gangs in one model); their gangs' plans count in plans_total.",
+            "CP-SAT models solved for queue heads (none when the greedy plan meets the head's lower bound).",
             registry=registry,
         )
         self.reservations_expired = Counter(
