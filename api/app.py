@@ -40,8 +40,9 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriorityList,
 )
+from api.http2 import WholeHandler, WholeRequests
 from api.service import Extender
-from api.verbs import Verb, VerbRouter
+from api.verbs import Verb, VerbRouter, internal_error
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_probe_app"]
 
@@ -55,6 +56,7 @@ class _NeverA500:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._whole = app if isinstance(app, WholeRequests) else None  # once: a Protocol's isinstance is slow
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -72,8 +74,12 @@ class _NeverA500:
         except Exception as err:
             log.exception("unhandled error path=%s", scope.get("path", ""))
             if not started:
-                reply = JSONResponse({"Error": f"grove-extender: internal error: {type(err).__name__}"}, 503)
+                reply = Response(internal_error(err), 503, media_type="application/json")
                 await reply(scope, receive, send)
+
+    def whole(self, method: str, path: str) -> WholeHandler | None:
+        """``api.http2.WholeRequests`` of the app within, which guards those itself."""
+        return self._whole.whole(method, path) if self._whole is not None else None
 
 
 def _bare_app() -> FastAPI:

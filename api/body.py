@@ -10,6 +10,7 @@ copies of a cluster in memory.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -80,10 +81,7 @@ class BodyDecoder:
     async def read(self, scope: Scope, receive: Receive) -> bytes:
         """The request's whole body from ASGI ``receive``; ``BadRequest`` (413) as soon as it is known to be too
         large (from ``Content-Length``, before reading any of it), ``ClientGone`` if the client disconnects."""
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                declared = value.decode()
-                raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.max_bytes} bytes")
+        self.check_declared(scope["headers"])
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -92,11 +90,22 @@ class BodyDecoder:
                 raise ClientGone()
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_bytes:
-                raise BadRequest(413, f"body exceeds the limit of {self.max_bytes} bytes")
+            self.check_size(size)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def check_declared(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        """``BadRequest`` (413) if the request's ``Content-Length`` says its body is too large."""
+        for name, value in headers:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                declared = value.decode()
+                raise BadRequest(413, f"body of {declared} bytes exceeds the limit of {self.max_bytes} bytes")
+
+    def check_size(self, size: int) -> None:
+        """``BadRequest`` (413) if ``size`` bytes of body, arrived so far, are too many."""
+        if size > self.max_bytes:
+            raise BadRequest(413, f"body exceeds the limit of {self.max_bytes} bytes")
 
     async def decode(self, model: type[ModelT], body: bytes, verb: str) -> ModelT:
         """The body as ``model``; raises ``BadRequest`` naming the field for anything that does not validate."""

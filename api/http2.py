@@ -15,7 +15,8 @@ and a connection with nothing in flight for ``keep_alive`` is closed with a GOAW
 arrives and is acknowledged (its flow-control window reopened) only once the app has taken it, so a client can
 never make the server hold more than a window of unread body per stream. A malformed request (RFC 9113 §8.2-8.3:
 its header fields) is answered 400 naming the field and the rule, and never reaches the app; the connection's other
-streams go on.
+streams go on. An app that offers it (``WholeRequests``: the verbs) answers a request whose body arrived with its
+headers directly, without ASGI.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import contextlib
 import logging
 import re
 from collections import deque
-from typing import Any, Protocol, cast
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 from urllib.parse import unquote
 
 from h2.config import H2Configuration
@@ -42,9 +44,12 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
+from hyperframe.frame import Frame
 from starlette.types import ASGIApp, Message
 
-__all__ = ["MAX_STREAMS", "Http2Protocol", "ServerState"]
+from api.header_blocks import RememberingDecoder, RememberingEncoder
+
+__all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "Reply", "ServerState", "WholeHandler", "WholeRequests"]
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +69,66 @@ _CONTROL = re.compile(rb"[\0\r\n]")
 _BLANK = (0x20, 0x09)  # a value may not start or end with them
 
 
+def _short_frame_repr(frame: Frame) -> str:
+    return f"{type(frame).__name__}(stream_id={frame.stream_id})"
+
+
+# h2 formats every frame it receives for a trace log (``logger.trace("Received frame: %s", repr(frame))`` in
+# ``H2Connection._receive_frame``) before its logger, which by default does nothing, can decline it, and no setting
+# turns that off. hyperframe's repr of a frame renders its flags, sorted, and its body in hex: a twentieth of the
+# server's CPU per call (bench_http2, py-spy). This process never logs frames, so a frame is shown by its type and
+# stream alone (tests/test_api_http2.py checks it).
+Frame.__repr__ = _short_frame_repr  # type: ignore[method-assign]
+
+
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""A response as a whole: its status, its header fields (names in lower case, none of HTTP/1.1's connection-specific
+ones) and its body."""
+
+WholeHandler = Callable[[bytes, list[tuple[bytes, bytes]]], Coroutine[Any, Any, Reply]]
+"""Answers a request from its whole body and its header fields."""
+
+
+@runtime_checkable
+class WholeRequests(Protocol):
+    """An app that answers some requests itself once their body has arrived whole, without ASGI.
+
+    kube-scheduler's calls are small bodies that arrive with their headers: for them the ASGI messages, the
+    ``receive`` and ``send`` closures and the middleware around the app cost a tenth of a call's CPU and do
+    nothing. A request whose body arrives in pieces still goes through ASGI, which reads it as it comes.
+    """
+
+    def whole(self, method: str, path: str) -> WholeHandler | None:
+        """The handler for ``method`` on ``path`` (decoded as in ASGI's ``scope["path"]``), or ``None``: ASGI.
+        Asked once per connection for each set of header fields it sees: the answer must not change."""
+        ...
+
+
 class ServerState(Protocol):
     """What uvicorn's server keeps of its connections and request tasks, for a graceful shutdown."""
 
     connections: set[Any]
     tasks: set[asyncio.Task[None]]
+
+
+WHOLE_BYTES = 16 * 1024
+"""Request body a connection holds, unacknowledged, for streams it will serve whole once their END_STREAM arrives (a
+quarter of the connection's flow-control window): a client may end a stream with an empty DATA frame of its own
+(Python's h2-based ones do; Go's, kube-scheduler's, sets END_STREAM on the last DATA frame)."""
+
+_HEADS = 64
+"""Header sets remembered per connection, as read by ``Http2Protocol._head`` (emptied when full)."""
+
+
+class _Head(NamedTuple):
+    """A well-formed request's header fields, read: what its streams are served with."""
+
+    method: str
+    path: str  # decoded, as ASGI's scope["path"]
+    raw_path: bytes
+    query: bytes
+    headers: list[tuple[bytes, bytes]]  # with host from :authority when it had none; copied for each stream
+    whole: WholeHandler | None  # the app's handler for it whole, if it has one
 
 
 class _Stream:
@@ -79,6 +139,7 @@ class _Stream:
         self.closed = False  # reset, answered or the connection is gone: nothing more to receive or send
         self.arrived = asyncio.Event()  # a chunk, the end, or the close
         self.window = asyncio.Event()  # the client opened its flow-control window again
+        self.head: _Head | None = None  # unless malformed
 
     def wake(self) -> None:
         self.arrived.set()
@@ -98,6 +159,7 @@ class Http2Protocol(asyncio.Protocol):
         max_header_bytes: int,
     ) -> None:
         self._app = app
+        self._whole = app if isinstance(app, WholeRequests) else None
         self._state = server_state
         self._request_timeout = request_timeout
         self._keep_alive = keep_alive
@@ -114,6 +176,9 @@ class Http2Protocol(asyncio.Protocol):
             normalize_inbound_headers=False,
         )
         self._h2 = H2Connection(config=config)
+        # The same few header fields both ways on every call: decoded and encoded once while HPACK's table allows.
+        self._h2.decoder = RememberingDecoder(max_header_list_size=self._h2.decoder.max_header_list_size)
+        self._h2.encoder = RememberingEncoder()
         self._h2.local_settings = Settings(  # before initiate_connection, which sends them
             client=False,
             initial_values={
@@ -123,6 +188,7 @@ class Http2Protocol(asyncio.Protocol):
         )
         self._streams: dict[int, _Stream] = {}
         self._transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop  # from connection_made
         self._client: tuple[str, int] | None = None
         self._server: tuple[str, int] | None = None
         # Two timers for the connection rather than one per request and one per idle spell: a timer costs as much
@@ -134,10 +200,13 @@ class Http2Protocol(asyncio.Protocol):
         self._idle_at = 0.0  # when _idle fires
         self._closing = False
         self._flush_pending = False
+        self._heads: dict[tuple[tuple[bytes, bytes], ...], _Head | str] = {}
+        self._waiting: list[_Stream] = []  # served whole once their body has arrived, unless it comes in pieces
 
     # --- asyncio.Protocol --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._loop = asyncio.get_running_loop()  # kept: asking costs a system call each time (getpid, Python 3.11)
         self._transport = cast(asyncio.Transport, transport)
         self._client = _address(transport.get_extra_info("peername"))
         self._server = _address(transport.get_extra_info("sockname"))
@@ -156,6 +225,8 @@ class Http2Protocol(asyncio.Protocol):
             return
         for event in events:
             self._on(event)
+        if self._waiting:
+            self._serve_arrived()
         self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -164,6 +235,7 @@ class Http2Protocol(asyncio.Protocol):
         _cancel(self._idle)
         _cancel(self._deadlines)
         self._arrivals.clear()
+        self._waiting.clear()
         for stream in list(self._streams.values()):
             self._drop(stream)
         self._transport = None
@@ -215,7 +287,14 @@ class Http2Protocol(asyncio.Protocol):
 
     def _start(self, event: RequestReceived) -> None:
         stream_id = event.stream_id or 0
-        head = _request_head(cast(list[tuple[bytes, bytes]], event.headers or []))
+        fields = cast(list[tuple[bytes, bytes]], event.headers or [])
+        key = tuple(fields)
+        head = self._heads.get(key)
+        if head is None:  # kube-scheduler sends a few header sets, over and over: each is read once
+            head = self._head(fields)
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            self._heads[key] = head
         stream = _Stream(stream_id)
         self._streams[stream_id] = stream
         self._disarm_idle()
@@ -227,24 +306,91 @@ class Http2Protocol(asyncio.Protocol):
             log.info("refusing a malformed HTTP/2 request client=%s reason=%s", self._client, head)
             self._refuse(stream, head)
             return
-        pseudo, headers = head
+        stream.head = head
+        if head.whole is None:
+            self._serve_asgi(stream)
+        elif stream.ended:
+            self._serve_whole(stream)
+        else:
+            self._waiting.append(stream)
+
+    def _head(self, fields: list[tuple[bytes, bytes]]) -> _Head | str:
+        """What a request's header fields say, or why it is malformed."""
+        checked = _request_head(fields)
+        if isinstance(checked, str):
+            return checked
+        pseudo, headers = checked
         raw_path, _, query = pseudo[b":path"].partition(b"?")
+        method, path = pseudo[b":method"].decode("ascii"), unquote(raw_path.decode("ascii"))
+        whole = self._whole.whole(method, path) if self._whole is not None else None
+        return _Head(method, path, raw_path, query, headers, whole)
+
+    def _serve_arrived(self) -> None:
+        """After a read: serve whole the waiting streams whose request has arrived. The bodies of those still
+        arriving are held unacknowledged, within ``WHOLE_BYTES`` for all of them: held longer they would close the
+        connection's flow-control window to every stream, and a body larger than a window could never arrive. A
+        stream that does not fit goes to ASGI, which reads its body and reopens the window as it comes."""
+        waiting, self._waiting = self._waiting, []
+        room = WHOLE_BYTES
+        for stream in waiting:
+            if stream.closed:
+                continue
+            if stream.ended:
+                self._serve_whole(stream)
+                continue
+            held = sum(length for _, length in stream.chunks)
+            if held > room:
+                self._serve_asgi(stream)
+            else:
+                room -= held
+                self._waiting.append(stream)
+
+    def _serve_asgi(self, stream: _Stream) -> None:
+        head = stream.head
+        assert head is not None
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
             "http_version": "2",
-            "method": pseudo[b":method"].decode("ascii"),
+            "method": head.method,
             "scheme": "https",
-            "path": unquote(raw_path.decode("ascii")),
-            "raw_path": raw_path,
-            "query_string": query,
+            "path": head.path,
+            "raw_path": head.raw_path,
+            "query_string": head.query,
             "root_path": "",
-            "headers": headers,
+            "headers": list(head.headers),
             "client": self._client,
             "server": self._server,
             "state": {},
         }
-        task = asyncio.get_running_loop().create_task(self._serve(stream, scope))
+        self._track(self._loop.create_task(self._serve(stream, scope)))
+
+    def _serve_whole(self, stream: _Stream) -> None:
+        head = stream.head
+        assert head is not None and head.whole is not None
+        chunks = stream.chunks
+        body = chunks[0][0] if len(chunks) == 1 else b"".join(data for data, _ in chunks)
+        self._acknowledge(stream, sum(length for _, length in chunks))  # taken by the app
+        chunks.clear()
+        self._run_now(stream, self._answer_whole(stream, head.whole(body, list(head.headers)), head.path))
+
+    def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
+        """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all.
+        A filter usually answers without waiting: a task of its own cost it more than the rest of our part, and the
+        reply could only go out in a later turn of the loop. (Python 3.12's eager tasks do the same; within that
+        first step ``asyncio.current_task()`` is None, which the verbs never ask.)"""
+        try:
+            waiting_on = answer.send(None)
+        except StopIteration:
+            return
+        except Exception:
+            log.exception("HTTP/2 stream failed stream=%d", stream.id)
+            if not stream.closed:
+                self._reset(stream, ErrorCodes.INTERNAL_ERROR)
+            return
+        self._track(self._loop.create_task(_carry_on(answer, waiting_on)))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
         self._state.tasks.add(task)
         task.add_done_callback(self._state.tasks.discard)
 
@@ -267,21 +413,20 @@ class Http2Protocol(asyncio.Protocol):
         arrivals = self._arrivals
         while arrivals and (arrivals[0][1].ended or arrivals[0][1].closed):
             arrivals.popleft()  # arrived or gone: nothing to check
-        loop = asyncio.get_running_loop()
-        arrivals.append((loop.time() + self._request_timeout, stream))
+        arrivals.append((self._loop.time() + self._request_timeout, stream))
         if self._deadlines is None:
-            self._deadlines = loop.call_at(arrivals[0][0], self._check_deadlines)
+            self._deadlines = self._loop.call_at(arrivals[0][0], self._check_deadlines)
 
     def _check_deadlines(self) -> None:
         self._deadlines = None
         arrivals = self._arrivals
-        now = asyncio.get_running_loop().time()
+        now = self._loop.time()
         while arrivals and (arrivals[0][0] <= now or arrivals[0][1].ended or arrivals[0][1].closed):
             _, stream = arrivals.popleft()
             if not stream.ended and self._streams.get(stream.id) is stream:
                 self._expired(stream)
         if arrivals and self._transport is not None:
-            self._deadlines = asyncio.get_running_loop().call_at(arrivals[0][0], self._check_deadlines)
+            self._deadlines = self._loop.call_at(arrivals[0][0], self._check_deadlines)
 
     def _expired(self, stream: _Stream) -> None:
         log.info(
@@ -347,6 +492,27 @@ class Http2Protocol(asyncio.Protocol):
             return
         if not stream.closed:  # the app returned without a complete response
             self._reset(stream, ErrorCodes.INTERNAL_ERROR if not started.get("sent") else ErrorCodes.NO_ERROR)
+
+    async def _answer_whole(self, stream: _Stream, reply: Awaitable[Reply], path: str) -> None:
+        try:
+            status, fields, body = await reply
+        except Exception:
+            log.exception("HTTP/2 request failed path=%s", path)
+            if not stream.closed:
+                self._reset(stream, ErrorCodes.INTERNAL_ERROR)
+            return
+        if stream.closed:
+            return
+        try:
+            self._h2.send_headers(stream.id, [(b":status", b"%d" % status), *fields], end_stream=not body)
+        except H2Error:  # reset by the client meanwhile
+            self._drop(stream)
+            return
+        self._flush()
+        if body:
+            await self._send_data(stream, body, end=True)
+        else:
+            self._finish(stream)
 
     async def _send_data(self, stream: _Stream, body: bytes, *, end: bool) -> None:
         view = memoryview(body)
@@ -422,7 +588,7 @@ class Http2Protocol(asyncio.Protocol):
         if it fires no later than that, is kept: it finds the new time and waits on."""
         if self._transport is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._idle_until = until = loop.time() + seconds
         if self._idle is not None and self._idle_at > until:
             self._idle.cancel()
@@ -437,7 +603,7 @@ class Http2Protocol(asyncio.Protocol):
         self._idle = None
         if self._transport is None or self._idle_until is None or self._streams:
             return  # busy: the next idle spell arms it again
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         if loop.time() < self._idle_until:
             self._idle, self._idle_at = loop.call_at(self._idle_until, self._idle_expired), self._idle_until
             return
@@ -452,7 +618,7 @@ class Http2Protocol(asyncio.Protocol):
         largest single cost of a call on the real harness (py-spy)."""
         if not self._flush_pending and self._transport is not None:
             self._flush_pending = True
-            asyncio.get_running_loop().call_soon(self._write)
+            self._loop.call_soon(self._write)
 
     def _write(self) -> None:
         self._flush_pending = False
@@ -464,6 +630,38 @@ class Http2Protocol(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._write()  # a GOAWAY or a reset queued just before goes out ahead of the close
             self._transport.close()
+
+
+class _Resumed:
+    """Awaits what a coroutine started by hand is waiting on, then drives it on to its end, as ``yield from``
+    would have from the start: what the task sends or throws (a cancellation) reaches the coroutine."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+        self._coroutine = coroutine
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coroutine, waiting_on = self._coroutine, self._waiting_on
+        while True:
+            try:
+                sent = yield waiting_on
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as err:  # passed on, as yield from does
+                try:
+                    waiting_on = coroutine.throw(err)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting_on = coroutine.send(sent)
+                except StopIteration:
+                    return
+
+
+async def _carry_on(coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+    await _Resumed(coroutine, waiting_on)
 
 
 def _request_head(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], list[tuple[bytes, bytes]]] | str:

@@ -193,6 +193,10 @@ def _config(
         log_config=None,  # uvicorn's few lines go through the process's own logging format
         lifespan="off",  # the apps have no start-up or shut-down hooks
         access_log=False,
+        # No proxy stands in front of the extender, so no X-Forwarded-* header is anyone's to trust: uvicorn's
+        # ProxyHeadersMiddleware (on by default, trusting loopback) would only scan every request's headers, and
+        # let a process on the same host rename itself in ``scope["client"]``.
+        proxy_headers=False,
         http=_gated(http, gate) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
         timeout_keep_alive=int(timeouts.keep_alive),
         timeout_graceful_shutdown=int(timeouts.graceful_shutdown),

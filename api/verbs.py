@@ -24,8 +24,9 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.body import BadRequest, BodyDecoder, ClientGone
+from api.http2 import Reply, WholeHandler
 
-__all__ = ["Verb", "VerbRouter"]
+__all__ = ["Verb", "VerbRouter", "internal_error"]
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,13 @@ class _Metrics:
         )
 
 
-async def _respond(send: Send, status: int, body: bytes, *, headers: list[tuple[bytes, bytes]]) -> None:
-    length = [(b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + length})
+def _reply(status: int, body: bytes, *, headers: list[tuple[bytes, bytes]]) -> Reply:
+    return status, [*headers, (b"content-length", b"%d" % len(body))], body
+
+
+async def _respond(send: Send, reply: Reply) -> None:
+    status, headers, body = reply
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -83,21 +88,46 @@ class _Endpoint:
         self._gone = metrics.rejected.labels(verb.name, "client_gone")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        verb = self._verb
         started = time.perf_counter()
         try:
-            args = await self._bodies.decode(verb.model, await self._bodies.read(scope, receive), verb.name)
+            body = await self._bodies.read(scope, receive)
         except BadRequest as bad:
-            self._bad_request.inc()
-            log.info("rejected request verb=%s status=%d reason=%s", verb.name, bad.status, bad.message)
-            await _respond(send, bad.status, _error_body(bad.message), headers=_JSON_HEADERS)
-            return
+            reply = self._refused(bad)
         except ClientGone:
             # Nobody is left to answer: an aborted upload is the client's business, not an error of ours.
             self._gone.inc()
-            log.info("client went away before its body arrived verb=%s", verb.name)
-            await _respond(send, 400, b"", headers=[])
-            return
+            log.info("client went away before its body arrived verb=%s", self._verb.name)
+            reply = _reply(400, b"", headers=[])
+        else:
+            reply = await self._answer(body, started)
+        await _respond(send, reply)
+
+    async def whole(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> Reply:
+        """The same for a request whose body arrived whole (``api.http2``), with ``api.app``'s last line of defence:
+        no ASGI middleware stands around this one."""
+        started = time.perf_counter()
+        try:
+            self._bodies.check_declared(headers)
+            self._bodies.check_size(len(body))
+        except BadRequest as bad:
+            return self._refused(bad)
+        try:
+            return await self._answer(body, started)
+        except Exception as err:
+            log.exception("unhandled error path=/%s", self._verb.name)
+            return _reply(503, internal_error(err), headers=_JSON_HEADERS)
+
+    def _refused(self, bad: BadRequest) -> Reply:
+        self._bad_request.inc()
+        log.info("rejected request verb=%s status=%d reason=%s", self._verb.name, bad.status, bad.message)
+        return _reply(bad.status, _error_body(bad.message), headers=_JSON_HEADERS)
+
+    async def _answer(self, body: bytes, started: float) -> Reply:
+        verb = self._verb
+        try:
+            args = await self._bodies.decode(verb.model, body, verb.name)
+        except BadRequest as bad:
+            return self._refused(bad)
         try:
             reply = await verb.call(args)
         except Exception as err:
@@ -106,7 +136,7 @@ class _Endpoint:
             self._failed.inc()
             reply = verb.on_failure(f"grove-extender {verb.name}: internal error: {type(err).__name__}: {err}")
         self._latency.observe(time.perf_counter() - started)
-        await _respond(send, 200, _encode(reply), headers=_JSON_HEADERS)
+        return _reply(200, _encode(reply), headers=_JSON_HEADERS)
 
 
 class _Error(BaseModel):
@@ -115,6 +145,11 @@ class _Error(BaseModel):
 
 def _error_body(message: str) -> bytes:
     return _encode(_Error(Error=message))
+
+
+def internal_error(err: Exception) -> bytes:
+    """The body of a 503 for a failure outside a verb's own guard: the wire format's shape, the error's type."""
+    return _error_body(f"grove-extender: internal error: {type(err).__name__}")
 
 
 class VerbRouter:
@@ -139,6 +174,11 @@ class VerbRouter:
             await self._fallback(scope, receive, send)
         elif scope["method"] != "POST":
             message = _error_body(f"{scope['method']} {scope['path']}: extender verbs are POST only")
-            await _respond(send, 405, message, headers=[*_JSON_HEADERS, (b"allow", b"POST")])
+            await _respond(send, _reply(405, message, headers=[*_JSON_HEADERS, (b"allow", b"POST")]))
         else:
             await endpoint(scope, receive, send)
+
+    def whole(self, method: str, path: str) -> WholeHandler | None:
+        """``api.http2.WholeRequests``: a verb's handler for its ``POST``; anything else goes through ASGI."""
+        endpoint = self._endpoints.get(path) if method == "POST" else None
+        return endpoint.whole if endpoint is not None else None

@@ -8,7 +8,8 @@ the extender's own decisions. This measures that part alone: ``api.server.serve_
 once (``benchmarks.bench_http.StubExtender``), driven by one HTTP/2 client connection (httpx, in this process) the
 way kube-scheduler drives it: one filter at a time, each pod's bind left in flight beside the next filters (at most
 ``--binds-in-flight``). The bodies are a real kube-scheduler v1.36's filter (cut to one node name) and bind, from
-``tests/fixtures``.
+``tests/fixtures``. httpx ends each request with an empty DATA frame of its own, often in a read of its own; Go's
+client (kube-scheduler's) sets END_STREAM on the last DATA frame of a body whose length it knows.
 
 Per pod, from ``/proc`` of the server process: CPU (user + system, all threads: 10 ms ticks, so thousands of pods
 keep the error near 1 %), and the write and read system calls (``syscw``/``syscr``: each write is a TLS record or

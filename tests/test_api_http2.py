@@ -11,6 +11,7 @@ from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import ConnectionTerminated, DataReceived, Event, ResponseReceived, StreamEnded, StreamReset
+from hyperframe.frame import DataFrame
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.http2 import Http2Protocol
@@ -291,3 +292,28 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serv
     assert body.startswith("malformed HTTP/2 request: ") and named in body, body
     assert reached == ["/filter"]  # the good request alone
     assert not any(isinstance(e, (ConnectionTerminated, StreamReset)) for e in events)
+
+
+def test_a_frame_is_shown_by_its_type_and_stream_alone() -> None:
+    """h2 renders every frame it receives for a trace log nobody reads: ``api.http2`` makes that rendering cheap."""
+    assert repr(DataFrame(3, b"x" * 1600, flags=["END_STREAM"])) == "DataFrame(stream_id=3)"
+
+
+def test_the_same_header_fields_again_are_read_afresh_for_each_stream() -> None:
+    """A connection reads each distinct set of header fields once: what one stream's app does to its scope's
+    headers must not reach the next stream that sent the same ones."""
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def meddling(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(list(scope["headers"]))
+        scope["headers"].append((b"x-meddled", b"1"))
+        await echo(scope, receive, send)
+
+    async def run() -> None:
+        client = Client(meddling)
+        for path in (b"/filter", b"/other", b"/filter"):
+            client.request(path, b"a")
+            await client.pump()
+
+    asyncio.run(run())
+    assert seen[0] == seen[2] == seen[1] == [(b"host", b"extender")]

@@ -22,7 +22,9 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
+from api.server import Listener, Timeouts, _config
 from api.tls import DEFAULT_HANDSHAKE_TIMEOUT
 from scheduler.cli import build_parser, main
 from scheduler.cli.certs import Authority, issue
@@ -501,3 +503,11 @@ def test_the_debug_port_listens_on_loopback_whatever_the_verbs_do(flags: list[st
 async def APP(scope: Any, receive: Any, send: Any) -> None:
     """An ASGI app that is never called: the listeners are only built."""
     raise AssertionError("not served in this test")
+
+
+def test_no_proxy_header_middleware_stands_between_uvicorn_and_the_app() -> None:
+    """No proxy fronts the extender: uvicorn's ProxyHeadersMiddleware (on by default, trusting loopback) would scan
+    every request's headers for X-Forwarded-* and let a local process rewrite the client address."""
+    listener = Listener(name="extender", app=APP, host="127.0.0.1", port=free_port())
+    config, _ = _config(listener, log_level="warning", timeouts=Timeouts(), registry=CollectorRegistry())
+    assert config.loaded_app is APP
