@@ -125,17 +125,19 @@ def namespaced(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     plane = control_plane
     manifest = str(DEPLOY / "overlays/namespaced/reconciler-rbac-namespaced.yaml")
     try:
-        plane.kubectl("delete", "clusterrolebinding", "grove-reconciler")
-        plane.kubectl("apply", "-n", namespace, "-f", manifest)
+        # Stopped before its binding goes: the cluster-wide reconciler may still be finishing an earlier scenario's
+        # set, and a call of it in between is a 403 the no-403 check rightly reports.
         assert plane.reconciler is not None
         plane.reconciler.stop(kill=True)
+        plane.kubectl("delete", "clusterrolebinding", "grove-reconciler")
+        plane.kubectl("apply", "-n", namespace, "-f", manifest)
         plane.start_reconciler(extra=(f"--namespace={namespace}",), wait=True)
         yield namespace
     finally:
+        if plane.reconciler is not None:
+            plane.reconciler.stop(kill=True)  # likewise before its Role goes
         plane.kubectl("apply", "-f", str(DEPLOY / "overlays/standalone/reconciler-rbac.yaml"))
         plane.kubectl("delete", "-n", namespace, "-f", manifest, "--ignore-not-found")
-        if plane.reconciler is not None:
-            plane.reconciler.stop(kill=True)
         plane.start_reconciler(wait=True)
 
 
