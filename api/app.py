@@ -40,9 +40,9 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriorityList,
 )
-from api.http2 import WholeHandler, WholeRequests
 from api.service import Extender
 from api.verbs import Verb, VerbRouter, internal_error
+from api.whole_requests import WholeHandler, WholeRequests
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_probe_app"]
 
@@ -78,7 +78,7 @@ class _NeverA500:
                 await reply(scope, receive, send)
 
     def whole(self, method: str, path: str) -> WholeHandler | None:
-        """``api.http2.WholeRequests`` of the app within, which guards those itself."""
+        """``api.whole_requests.WholeRequests`` of the app within, which guards those itself."""
         return self._whole.whole(method, path) if self._whole is not None else None
 
 

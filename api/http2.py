@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
+from collections.abc import Awaitable, Coroutine
+from typing import Any, NamedTuple, Protocol, cast
 from urllib.parse import unquote
 
 from h2.config import H2Configuration
@@ -47,26 +46,17 @@ from h2.settings import SettingCodes, Settings
 from hyperframe.frame import Frame
 from starlette.types import ASGIApp, Message
 
+from api.eager import start_eagerly
 from api.header_blocks import RememberingDecoder, RememberingEncoder
+from api.request_fields import CONNECTION_HEADERS, request_fields
+from api.whole_requests import Reply, WholeHandler, WholeRequests
 
-__all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "Reply", "ServerState", "WholeHandler", "WholeRequests"]
+__all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "ServerState"]
 
 log = logging.getLogger(__name__)
 
 MAX_STREAMS = 256
 """Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
-
-
-_CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
-"""HTTP/1.1's connection-specific headers, which HTTP/2 forbids (RFC 9113 §8.2.2)."""
-
-
-_REQUEST_PSEUDO = frozenset({b":method", b":scheme", b":path", b":authority"})  # no extended CONNECT (:protocol)
-_REQUIRED_PSEUDO = (b":method", b":scheme", b":path")  # CONNECT, which omits the last two, is not served
-_NAMES = re.compile(rb"[!-9;-@\[-~]+(?: [!-9;-@\[-~]+)*")
-"""Field names joined by spaces: each non-empty, printable ASCII but upper case and the colon (RFC 9113 §8.2.1)."""
-_CONTROL = re.compile(rb"[\0\r\n]")
-_BLANK = (0x20, 0x09)  # a value may not start or end with them
 
 
 def _short_frame_repr(frame: Frame) -> str:
@@ -79,29 +69,6 @@ def _short_frame_repr(frame: Frame) -> str:
 # server's CPU per call (bench_http2, py-spy). This process never logs frames, so a frame is shown by its type and
 # stream alone (tests/test_api_http2.py checks it).
 Frame.__repr__ = _short_frame_repr  # type: ignore[method-assign]
-
-
-Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
-"""A response as a whole: its status, its header fields (names in lower case, none of HTTP/1.1's connection-specific
-ones) and its body."""
-
-WholeHandler = Callable[[bytes, list[tuple[bytes, bytes]]], Coroutine[Any, Any, Reply]]
-"""Answers a request from its whole body and its header fields."""
-
-
-@runtime_checkable
-class WholeRequests(Protocol):
-    """An app that answers some requests itself once their body has arrived whole, without ASGI.
-
-    kube-scheduler's calls are small bodies that arrive with their headers: for them the ASGI messages, the
-    ``receive`` and ``send`` closures and the middleware around the app cost a tenth of a call's CPU and do
-    nothing. A request whose body arrives in pieces still goes through ASGI, which reads it as it comes.
-    """
-
-    def whole(self, method: str, path: str) -> WholeHandler | None:
-        """The handler for ``method`` on ``path`` (decoded as in ASGI's ``scope["path"]``), or ``None``: ASGI.
-        Asked once per connection for each set of header fields it sees: the answer must not change."""
-        ...
 
 
 class ServerState(Protocol):
@@ -165,7 +132,7 @@ class Http2Protocol(asyncio.Protocol):
         self._keep_alive = keep_alive
         # The headers we send are the app's, lowercased and stripped of HTTP/1.1's connection headers in ``send``:
         # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
-        # A request's headers are checked in one pass by ``_request_head``: h2's own inbound checks are chains of
+        # A request's headers are checked in one pass by ``api.request_fields``: h2's own inbound checks are chains of
         # generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
         config = H2Configuration(
             client_side=False,
@@ -316,7 +283,7 @@ class Http2Protocol(asyncio.Protocol):
 
     def _head(self, fields: list[tuple[bytes, bytes]]) -> _Head | str:
         """What a request's header fields say, or why it is malformed."""
-        checked = _request_head(fields)
+        checked = request_fields(fields)
         if isinstance(checked, str):
             return checked
         pseudo, headers = checked
@@ -375,20 +342,17 @@ class Http2Protocol(asyncio.Protocol):
         self._run_now(stream, self._answer_whole(stream, head.whole(body, list(head.headers)), head.path))
 
     def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
-        """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all.
-        A filter usually answers without waiting: a task of its own cost it more than the rest of our part, and the
-        reply could only go out in a later turn of the loop. (Python 3.12's eager tasks do the same; within that
-        first step ``asyncio.current_task()`` is None, which the verbs never ask.)"""
+        """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all
+        (``api.eager``; the verbs never ask ``asyncio.current_task()``, None in that first step)."""
         try:
-            waiting_on = answer.send(None)
-        except StopIteration:
-            return
+            task = start_eagerly(answer, self._loop)
         except Exception:
             log.exception("HTTP/2 stream failed stream=%d", stream.id)
             if not stream.closed:
                 self._reset(stream, ErrorCodes.INTERNAL_ERROR)
             return
-        self._track(self._loop.create_task(_carry_on(answer, waiting_on)))
+        if task is not None:
+            self._track(task)
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._state.tasks.add(task)
@@ -471,7 +435,7 @@ class Http2Protocol(asyncio.Protocol):
                 started["sent"] = True
                 status = [(b":status", str(started["status"]).encode())]
                 headers = [(n, bytes(v)) for n, v in ((bytes(n).lower(), v) for n, v in started["headers"])]
-                headers = [(n, v) for n, v in headers if n not in _CONNECTION_HEADERS]
+                headers = [(n, v) for n, v in headers if n not in CONNECTION_HEADERS]
                 try:
                     self._h2.send_headers(stream.id, status + headers, end_stream=not body and not more)
                 except H2Error:  # reset by the client meanwhile
@@ -630,85 +594,6 @@ class Http2Protocol(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._write()  # a GOAWAY or a reset queued just before goes out ahead of the close
             self._transport.close()
-
-
-class _Resumed:
-    """Awaits what a coroutine started by hand is waiting on, then drives it on to its end, as ``yield from``
-    would have from the start: what the task sends or throws (a cancellation) reaches the coroutine."""
-
-    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
-        self._coroutine = coroutine
-        self._waiting_on = waiting_on
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        coroutine, waiting_on = self._coroutine, self._waiting_on
-        while True:
-            try:
-                sent = yield waiting_on
-            except GeneratorExit:
-                coroutine.close()
-                raise
-            except BaseException as err:  # passed on, as yield from does
-                try:
-                    waiting_on = coroutine.throw(err)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    waiting_on = coroutine.send(sent)
-                except StopIteration:
-                    return
-
-
-async def _carry_on(coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
-    await _Resumed(coroutine, waiting_on)
-
-
-def _request_head(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], list[tuple[bytes, bytes]]] | str:
-    """The request's pseudo-header fields and its other fields (with ``host`` from ``:authority`` when it has none),
-    or what makes it malformed under RFC 9113 §8.2-8.3: what h2 checks when it validates inbound headers."""
-    pseudo: dict[bytes, bytes] = {}
-    headers: list[tuple[bytes, bytes]] = []
-    host: bytes | None = None
-    for name, value in fields:
-        if name[:1] == b":":
-            if headers:
-                return f"pseudo-header field {_show(name)} after regular fields (RFC 9113 §8.3)"
-            if name not in _REQUEST_PSEUDO:
-                return f"pseudo-header field {_show(name)} is not one of a request's (RFC 9113 §8.3.1)"
-            if name in pseudo:
-                return f"pseudo-header field {_show(name)} repeated (RFC 9113 §8.3)"
-            pseudo[name] = value
-            continue
-        if name in _CONNECTION_HEADERS or (name == b"te" and value.lower() != b"trailers"):
-            return f"field {_show(name)} is connection-specific (RFC 9113 §8.2.2)"
-        if name == b"host":
-            if host is not None:
-                return "field 'host' repeated"
-            host = value
-        if value and (_CONTROL.search(value) or value[0] in _BLANK or value[-1] in _BLANK):
-            return f"field {_show(name)} has NUL, CR or LF in its value, or white space around it (RFC 9113 §8.2.1)"
-        headers.append((name, value))
-    if headers and not _NAMES.fullmatch(b" ".join(name for name, _ in headers)):
-        bad = next(name for name, _ in headers if not _NAMES.fullmatch(name))
-        return f"field name {_show(bad)} is empty or has upper case, a colon, a control or non-ASCII (RFC 9113 §8.2.1)"
-    for name in _REQUIRED_PSEUDO:
-        if not pseudo.get(name):
-            return f"pseudo-header field {_show(name)} missing or empty (RFC 9113 §8.3.1)"
-    if not pseudo[b":method"].isascii() or not pseudo[b":path"].isascii():
-        return "':method' or ':path' is not ASCII"
-    authority = pseudo.get(b":authority")
-    if authority is None and host is None:
-        return "neither ':authority' nor 'host' (RFC 9113 §8.3.1)"
-    if authority is not None and host is not None and authority != host:
-        return "':authority' and 'host' differ (RFC 9113 §8.3.1)"
-    if host is None:
-        headers.append((b"host", cast(bytes, authority)))
-    return pseudo, headers
-
-
-def _show(name: bytes) -> str:
-    return repr(name.decode("ascii", "backslashreplace"))
 
 
 def _cancel(handle: asyncio.TimerHandle | None) -> None:

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.body import BadRequest, BodyDecoder, ClientGone
-from api.http2 import Reply, WholeHandler
+from api.whole_requests import Reply, WholeHandler
 
 __all__ = ["Verb", "VerbRouter", "internal_error"]
 
@@ -179,6 +179,6 @@ class VerbRouter:
             await endpoint(scope, receive, send)
 
     def whole(self, method: str, path: str) -> WholeHandler | None:
-        """``api.http2.WholeRequests``: a verb's handler for its ``POST``; anything else goes through ASGI."""
+        """``api.whole_requests.WholeRequests``: a verb's handler for its ``POST``; anything else goes through ASGI."""
         endpoint = self._endpoints.get(path) if method == "POST" else None
         return endpoint.whole if endpoint is not None else None

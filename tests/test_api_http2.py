@@ -263,7 +263,7 @@ GOOD = [(b":method", b"POST"), (b":scheme", b"https"), (b":path", b"/filter"), (
 def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serves_on(
     fields: list[tuple[bytes, bytes]], named: str
 ) -> None:
-    """h2's own header checks are off (``api.http2._request_head`` does them in one pass): a malformed request must
+    """h2's own header checks are off (``api.request_fields`` does them in one pass): a malformed request must
     still never reach the app, and is answered, not dropped with the whole connection as h2 did."""
     reached: list[str] = []
 
