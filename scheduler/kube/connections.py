@@ -24,16 +24,16 @@ from urllib.parse import quote, urlsplit
 
 import httptools
 
-__all__ = ["Endpoint", "Pool", "Unanswered"]
+__all__ = ["ApiUnreachable", "Endpoint", "Pool"]
 
 IDLE_SECONDS = 15.0
 """An idle connection older than this is closed rather than reused: API servers and the proxies and load balancers
 in front of them drop idle connections after 60 s and more, and a request sent on one they just dropped fails."""
 
 
-class Unanswered(Exception):
-    """No answer came: ``timed_out`` when it did not come in time, else the connection failed (refused, reset,
-    TLS refused, a response that was not HTTP)."""
+class ApiUnreachable(Exception):
+    """No answer came from the API server: ``timed_out`` when it did not come in time, else the connection failed
+    (refused, reset, TLS refused, a response that was not HTTP)."""
 
     def __init__(self, detail: str, *, timed_out: bool) -> None:
         super().__init__(detail)
@@ -100,7 +100,7 @@ class _Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as err:
-            self._fail(Unanswered(f"the API server's answer is not HTTP/1.1: {err}", timed_out=False))
+            self._fail(ApiUnreachable(f"the API server's answer is not HTTP/1.1: {err}", timed_out=False))
             self.close()
 
     def eof_received(self) -> bool:
@@ -111,7 +111,7 @@ class _Connection(asyncio.Protocol):
         if not self.lost.done():
             self.lost.set_result(None)
         reason = f"{type(exc).__name__}: {exc}" if exc else "the API server closed the connection"
-        self._fail(Unanswered(reason, timed_out=False))
+        self._fail(ApiUnreachable(reason, timed_out=False))
 
     # httptools callbacks
     def on_body(self, body: bytes) -> None:
@@ -128,7 +128,7 @@ class _Connection(asyncio.Protocol):
 
     async def exchange(self, request: bytes, *, timeout: float) -> tuple[int, bytes]:
         if self.closed or self._transport is None or self._waiter is not None:
-            raise Unanswered("connection not usable", timed_out=False)
+            raise ApiUnreachable("connection not usable", timed_out=False)
         self.reusable = False
         waiter: asyncio.Future[tuple[int, bytes]] = self._loop.create_future()
         self._waiter = waiter
@@ -138,7 +138,7 @@ class _Connection(asyncio.Protocol):
                 return await waiter
         except TimeoutError:
             self.close()
-            raise Unanswered(f"no answer within {timeout:g}s", timed_out=True) from None
+            raise ApiUnreachable(f"no answer within {timeout:g}s", timed_out=True) from None
         except BaseException:
             self.close()  # cancelled mid-request: its answer must not reach the next request
             raise
@@ -154,7 +154,7 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    def _fail(self, error: Unanswered) -> None:
+    def _fail(self, error: ApiUnreachable) -> None:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
@@ -188,7 +188,7 @@ class Pool:
         ).encode("latin-1")
 
     async def request(self, head: bytes, body: bytes) -> tuple[int, bytes]:
-        """The answer (status, body) to one request, or ``Unanswered``."""
+        """The answer (status, body) to one request, or ``ApiUnreachable``."""
         async with self._slots:
             connection = self._reused() or await self._connect()
             try:
@@ -233,11 +233,11 @@ class Pool:
                     server_hostname=endpoint.server_hostname,
                 )
         except TimeoutError:
-            raise Unanswered(
+            raise ApiUnreachable(
                 f"no connection to {endpoint.authority} within {self._connect_timeout:g}s", timed_out=True
             ) from None
         except (OSError, ssl.SSLError) as err:
-            raise Unanswered(f"cannot connect to {endpoint.authority}: {err}", timed_out=False) from None
+            raise ApiUnreachable(f"cannot connect to {endpoint.authority}: {err}", timed_out=False) from None
         self._open.add(connection)
         return connection
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kubernetes.client import Configuration
 
-from scheduler.kube.connections import Endpoint, Pool, Unanswered
+from scheduler.kube.connections import ApiUnreachable, Endpoint, Pool
 
 __all__ = ["TOKEN_SECONDS", "ApiHttp", "ApiUnreachable", "Reply", "Request"]
 
@@ -51,15 +51,6 @@ class Request:
     path: str
     body: bytes
     content_type: str = "application/json"
-
-
-class ApiUnreachable(Exception):
-    """No answer: ``timed_out`` when the API server did not answer in time, else the connection failed (refused,
-    reset, TLS refused)."""
-
-    def __init__(self, detail: str, *, timed_out: bool) -> None:
-        super().__init__(detail)
-        self.timed_out = timed_out
 
 
 def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
@@ -123,10 +114,7 @@ class ApiHttp:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop) or await self._open(loop)
         fields = f"{self._fields}Content-Type: {content_type}\r\n{self._authorization()}"
-        try:
-            status, answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
-        except Unanswered as err:
-            raise ApiUnreachable(str(err), timed_out=err.timed_out) from None
+        status, answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
         return Reply(status, answer)
 
     def send(self, method: str, path: str, *, body: bytes, content_type: str = "application/json") -> Reply:
@@ -180,7 +168,12 @@ class ApiHttp:
         now = self._clock()
         if self._auth is None or now - self._auth[0] >= TOKEN_SECONDS:
             bearer = self._configuration.auth_settings().get("BearerToken")
-            self._auth = (now, f"Authorization: {bearer['value']}\r\n" if bearer else "")
+            value = (
+                (bearer["value"] or "").strip() if bearer else ""
+            )  # a token file's trailing newline is not the token's
+            if "\r" in value or "\n" in value:
+                raise ApiUnreachable("the kubeconfig's bearer token has a line break in it", timed_out=False)
+            self._auth = (now, f"Authorization: {value}\r\n" if value else "")
         return self._auth[1]
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from scheduler.kube.connections import IDLE_SECONDS, Endpoint, Pool, Unanswered
+from scheduler.kube.connections import IDLE_SECONDS, ApiUnreachable, Endpoint, Pool
 
 Answer = Callable[[bytes], bytes | None]  # the request's head → the bytes to send back (None: hang up)
 
@@ -126,7 +126,7 @@ def test_connection_close_and_a_hang_up_end_reuse_without_failing_the_next_reque
             pool = pool_for(server)
             assert (await post(pool))[0] == 201  # answered, then closed by the server: not reused
             assert (await post(pool))[0] == 201  # a new connection
-            with pytest.raises(Unanswered, match="closed the connection") as hung_up:
+            with pytest.raises(ApiUnreachable, match="closed the connection") as hung_up:
                 await post(pool)  # the server hangs up instead of answering
             assert not hung_up.value.timed_out
             assert (await post(pool))[0] == 201
@@ -173,7 +173,7 @@ def test_a_late_answer_is_a_timeout_and_never_reaches_the_next_request() -> None
     async def run() -> None:
         async with serving(lambda head: ok(next(bodies)), delay=0.3) as server:
             pool = pool_for(server, read=0.1)
-            with pytest.raises(Unanswered, match=r"no answer within 0.1s") as late:
+            with pytest.raises(ApiUnreachable, match=r"no answer within 0.1s") as late:
                 await post(pool)
             assert late.value.timed_out
             slow = pool_for(server, read=2.0)
@@ -217,7 +217,7 @@ def test_an_answer_that_is_not_http_is_named() -> None:
     async def run() -> None:
         async with serving(lambda head: b"SSH-2.0-OpenSSH_9.6\r\n") as server:
             pool = pool_for(server)
-            with pytest.raises(Unanswered, match=r"not HTTP/1\.1") as garbage:
+            with pytest.raises(ApiUnreachable, match=r"not HTTP/1\.1") as garbage:
                 await post(pool)
             assert not garbage.value.timed_out
             await pool.aclose()
@@ -230,7 +230,7 @@ def test_nobody_listening_is_unanswered_not_timed_out() -> None:
         async with serving(lambda head: ok()) as server:
             port = server.port
         pool = Pool(Endpoint.of(f"http://127.0.0.1:{port}", tls=False), size=1, timeout=(1.0, 1.0))
-        with pytest.raises(Unanswered, match="cannot connect") as refused:
+        with pytest.raises(ApiUnreachable, match="cannot connect") as refused:
             await post(pool)
         assert not refused.value.timed_out
 

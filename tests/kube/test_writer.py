@@ -22,7 +22,7 @@ from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli.certs import issue
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import TOKEN_SECONDS, ApiHttp
+from scheduler.kube.http import TOKEN_SECONDS, ApiHttp, ApiUnreachable
 from scheduler.kube.writer import KubeClusterWriter
 from tests.kube import objects as k
 
@@ -306,3 +306,23 @@ def test_nothing_keeps_an_ended_loop(fake: FakeApiServer, writer: KubeClusterWri
         ended = weakref.ref(runner.get_loop())
     gc.collect()
     assert ended() is None
+
+
+def test_a_tokens_line_breaks_never_reach_the_wire(fake: FakeApiServer, api_client: ApiClient) -> None:
+    """A token read from a file keeps its trailing newline in some loaders: sent as is it would end the header block
+    early. It is trimmed; a line break inside a token cannot be trimmed and is refused, saying so."""
+    configuration = api_client.configuration
+    tokens = iter(["Bearer from-a-file\n", "Bearer one\r\nX-Injected: yes"])
+    configuration.refresh_api_key_hook = lambda c: c.api_key.update(BearerToken=next(tokens))
+    now = [0.0]
+    http = ApiHttp(configuration, timeout=(1.0, 1.0), pool_size=2, clock=lambda: now[0])
+    try:
+        assert http.send("POST", "/api/v1/namespaces/default/pods/w-0/binding", body=b"{}").status == 400
+        now[0] = TOKEN_SECONDS + 1
+        with pytest.raises(ApiUnreachable, match="bearer token has a line break"):
+            http.send("POST", "/api/v1/namespaces/default/pods/w-0/binding", body=b"{}")
+    finally:
+        http.close()
+    sent = [r.headers["authorization"] for r in fake.requests_to("POST", r"/binding$")]
+    assert sent == ["Bearer from-a-file"]
+    assert not any("x-injected" in r.headers for r in fake.requests)
