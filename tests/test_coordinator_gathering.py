@@ -30,3 +30,9 @@ def test_the_rate_follows_a_steady_pace_and_decays_when_it_stops() -> None:
 )
 def test_the_window_grows_with_the_gang_and_shrinks_with_the_pace(members: int, rate: float, expected: float) -> None:
     assert GatherWindow().seconds(members=members, rate=rate) == pytest.approx(expected)
+
+
+def test_pods_queued_ahead_lengthen_the_window_as_the_gangs_own_members_do() -> None:
+    window = GatherWindow()
+    assert window.seconds(members=8, rate=100.0, ahead=3000) == pytest.approx(60 + 2 * 3008 / 100 + 10)
+    assert window.seconds(members=8, rate=100.0, ahead=3000) == window.seconds(members=3008, rate=100.0)

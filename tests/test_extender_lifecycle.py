@@ -32,6 +32,26 @@ def test_reservations_expire_by_ttl_and_the_next_filter_plans_again() -> None:
     assert h.coordinator.table.reservation_count() == 2
 
 
+def test_a_gang_planned_behind_a_long_queue_holds_its_reservation_until_kube_scheduler_can_reach_it() -> None:
+    # 40 gangs of 2 pods planned ahead, oldest first, before kube-scheduler offers anything (the pace is the floor,
+    # 20/s). The k-th waits for the 2k pods planned before it: 60 s + 2 × (2 + 2k) / 20 + 10 s, so 70.2 s for the
+    # first and 78 s for the last. One lifetime for all would let the tail expire while kube-scheduler works
+    # through the head.
+    gangs = [gang(f"g{k:02d}", workers=2, gpus=1) for k in range(40)]
+    h = harness(nodes=[node(f"n{i}") for i in range(10)], pods=[p for ps, _ in gangs for p in ps],
+                podgangs=[g for _, g in gangs])  # fmt: skip
+    for members, _ in gangs:
+        h.coordinator.plan_ahead(gang_ref_of(members[0]))
+    assert h.coordinator.table.reservation_count() == 80
+    h.clock.now += 74.9
+    expired = h.coordinator.expire()
+    # Gone: the gangs whose 70 + 0.2 × (k + 1) s have passed (k ≤ 23); the rest, queued behind them, still hold.
+    assert expired == [f"default/g{k:02d}" for k in range(24)]
+    assert h.coordinator.table.reservation_count() == 2 * 16
+    h.clock.now += 3.2
+    assert len(h.coordinator.expire()) == 16
+
+
 def test_deleting_the_podgang_or_a_pod_releases_its_reservations() -> None:
     pods, pg = gang("g", workers=2, gpus=8)
     h = harness(nodes=NODES, pods=pods, podgangs=[pg])

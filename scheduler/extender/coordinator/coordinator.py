@@ -131,7 +131,7 @@ class Coordinator:
             table=self.table,
             solver=solver,
             options=self.config.solve,
-            window=self._window,
+            window=self._plan_window,
             metrics=self.metrics,
             clock=clock,
             topologies=TopologyCache(levels),
@@ -310,6 +310,14 @@ class Coordinator:
 
     def _window(self, members: int) -> float:
         return self._gather.seconds(members=members, rate=self.rate.per_second(self._clock()))
+
+    def _plan_window(self, members: int) -> float:
+        """A plan's window: its members, after every pod already reserved (planned in the queue's order, before
+        it: kube-scheduler reaches them first)."""
+        now = self._clock()
+        return self._gather.seconds(
+            members=members, rate=self.rate.per_second(now), ahead=self.table.reservation_count()
+        )
 
     def _decide(self, args: ExtenderArgs, ref: GangRef | None, candidates: list[str]) -> FilterDecision:
         key = args.Pod.key
