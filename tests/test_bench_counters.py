@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.e2e.counters import counters, per_pod, short
+from benchmarks.e2e.counters import by_label, counters, per_pod, short
 
 BEFORE = """# HELP grove_extender_binds_total binds
 # TYPE grove_extender_binds_total counter
@@ -29,3 +29,9 @@ def test_series_are_named_as_a_reader_wants_them() -> None:
     (series,) = counters(AFTER, keep=lambda name: name.startswith("apiserver_"))
     assert short(series) == "POST pods/binding 201 (others)"
     assert short('grove_extender_binds_total{result="bound"}') == 'binds_total{result="bound"}'
+
+
+def test_a_gauge_is_read_by_one_label() -> None:
+    text = BEFORE + 'grove_extender_gangs{state="Planned"} 372.0\ngrove_extender_gangs_total{state="Planned"} 9\n'
+    assert by_label(text, "grove_extender_gangs", "state") == {"Bound": 3.0, "Planned": 372.0}
+    assert by_label(text, "grove_extender_gangs", "verb") == {}

@@ -33,6 +33,19 @@ def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, 
     return dict(sorted(((s, d) for s, d in moved.items() if d > at_least), key=lambda item: -item[1]))
 
 
+def by_label(text: str, name: str, label: str) -> dict[str, float]:
+    """One gauge's (or counter's) series of a Prometheus exposition, by the value of ``label``."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        series, _, value = line.rpartition(" ")
+        if series.split("{", 1)[0] == name and label in (labels := labels_of(series)):
+            try:
+                found[labels[label]] = float(value)
+            except ValueError:
+                continue
+    return found
+
+
 def labels_of(series: str) -> dict[str, str]:
     inside = series.partition("{")[2].rstrip("}")
     pairs = (part.split("=", 1) for part in inside.split('",') if "=" in part)

@@ -57,7 +57,7 @@ from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
-from benchmarks.e2e.counters import Counters, counters, labels_of, per_pod, short
+from benchmarks.e2e.counters import Counters, by_label, counters, labels_of, per_pod, short
 from benchmarks.e2e.processes import (
     Sampler,
     by_thread,
@@ -203,11 +203,13 @@ def _activity(profile: Path) -> dict[str, float]:
 
 
 def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0) -> float:
+    """Until every gang is planned (or refused), read from the gangs-by-state gauge: ``/debug/gangs`` describes
+    every gang, and polling it would charge its own CPU to planning ahead."""
     started = time.monotonic()
     assert plane.extender is not None
     while time.monotonic() - started < deadline:
-        states = [g["state"] for g in plane.extender.gangs()]
-        if sum(1 for s in states if s in ("Planned", "Infeasible")) >= gangs:
+        states = by_label(plane.extender.metrics(), "grove_extender_gangs", "state")
+        if states.get("Planned", 0) + states.get("Infeasible", 0) >= gangs:
             return time.monotonic() - started
         time.sleep(0.5)
     raise SystemExit(f"bench --real: gangs not planned within {deadline:g} s")
