@@ -241,3 +241,26 @@ def test_members_bound_by_the_release_before_the_watch_shows_it_are_not_cleared(
     _settle(h)
     assert h.writer.nominated_nodes() == plan, "no nomination cleared on a pod our release bound"
     assert h.coordinator.nominator.nominated() == {}
+
+
+def test_filters_are_counted_by_what_the_nomination_spared_kube_scheduler() -> None:
+    pods, pg = gang("train", workers=3, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    _settle(h)
+    plan = _plan(h, "default/train")
+
+    def counted() -> dict[str, float]:
+        counter = h.coordinator.metrics.filter_nominations
+        return {seen: counter.labels(seen)._value.get() for seen in ("alone", "scanned", "none")}
+
+    async def main() -> None:
+        async with h.client() as client:
+            alone, scanned, none = pods
+            for member, names, nominated in ((alone, [plan[alone.key]], True), (scanned, NAMES, True),
+                                             (none, NAMES, False)):  # fmt: skip
+                body = filter_body(member, names)
+                body["Pod"]["status"]["nominatedNodeName"] = plan[member.key] if nominated else ""
+                assert (await client.post("/filter", json=body)).json()["NodeNames"] == [plan[member.key]]
+
+    run(main)
+    assert counted() == {"alone": 1.0, "scanned": 1.0, "none": 1.0}

@@ -365,13 +365,17 @@ def counts_line(phase: Phase) -> str:
     nominations = _sum(ours, "grove_extender_nominations_total")
     events = _sum(api, "apiserver_request_total", resource="events")
     watched = {k: _sum(ours, "grove_extender_watch_events_total", kind=k) for k in ("Pod", "Node", "PodGang")}
+    seen = {
+        n: _sum(ours, "grove_extender_filter_nominations_total", nomination=n) for n in ("alone", "scanned", "none")
+    }
     return (
         f"filter {calls['filter']:.3f} (node {answers['node']:.3f}, Error {answers['error']:.3f}, "
         f"refused {answers['refused']:.3f}), prioritize {calls['prioritize']:.3f}, bind {calls['bind']:.3f}; "
         f"TLS handshakes {_sum(ours, 'grove_extender_tls_handshakes_total'):.3f}; API writes: bindings "
         f"{bindings:.3f}, PodGang status {status:.3f}, pod status {pod_status:.3f}, Events {events:.3f} (all "
         f"clients); watch events decoded: " + ", ".join(f"{k} {v:.3f}" for k, v in watched.items())
-        + f"; nominations written during the drive {nominations:.3f}"
+        + f"; nominations written during the drive {nominations:.3f}, filters on the nominated node alone "
+        f"{seen['alone']:.3f} (nominated but scanned {seen['scanned']:.3f}, none {seen['none']:.3f})"
         + f"; plans {_sum(ours, 'grove_extender_plans_total'):.3f}, batch models "
         f"{_sum(ours, 'grove_extender_batch_models_total'):.3f}"
     )  # fmt: skip

@@ -178,12 +178,15 @@ class Coordinator:
             watch_events=store.events_applied,
         )
         self._answers = {answer: self.metrics.filter_answers.labels(answer) for answer in ("node", "refused", "error")}
+        self._nominated = {seen: self.metrics.filter_nominations.labels(seen) for seen in ("alone", "scanned", "none")}
 
     # --- Extender verbs ----------------------------------------------------------------------------------------
 
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         self.rate.observe(self._clock())  # kube-scheduler's pace: how fast a gang's members can reach us
         candidates = args.candidate_names()
+        nominated = args.Pod.status.nominatedNodeName
+        self._nominated["none" if not nominated else "alone" if candidates == [nominated] else "scanned"].inc()
         if (unready := self._unready()) is not None:
             self._answers["error"].inc()
             return ExtenderFilterResult(Error=unready)

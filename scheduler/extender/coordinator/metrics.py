@@ -96,6 +96,15 @@ class CoordinatorMetrics:
             ["answer"],
             registry=registry,
         )
+        self.filter_nominations = Counter(
+            "grove_extender_filter_nominations_total",
+            "Filter calls by what the pod's nominatedNodeName did: alone (kube-scheduler tried that node alone and "
+            "passed only it: the nomination spared it the scan of every node), scanned (nominated, yet more nodes "
+            "were passed: it came too late or the node did not fit), none (no nomination when kube-scheduler "
+            "popped the pod).",
+            ["nomination"],
+            registry=registry,
+        )
         self.queue_heads = Counter(
             "grove_extender_queue_heads_total",
             "Queue heads planned together (several waiting gangs at once); their gangs' plans count in plans_total.",
