@@ -156,3 +156,17 @@ def test_forgetting_a_gang_returns_its_ready_members_and_counts_stay_by_state() 
     assert table.forget(REF.key) == [PODS[0]]
     assert table.summary(REF.key) is None and table.reservation_count() == 0
     assert set(table.counts_by_state()) == {state.value for state in GangState}
+
+
+def test_a_member_that_arrives_during_a_gangs_first_plan_makes_its_waiting_decision_stale() -> None:
+    # The first plan reads its basis before the gang has a record, finds a member not created yet, and waits;
+    # the member arrives in between. Without that news the "not created yet" decision would hold until capacity
+    # freed somewhere, and every filter for the gang would be refused.
+    table = GangTable()
+    basis = table.planning_basis(REF, now=0.0)
+    table.members_changed(REF.key)
+    table.waiting(REF, reason="1 not created yet", basis=basis)
+    assert not table.planning_basis(REF, now=0.0).fresh
+    settled = table.planning_basis(REF, now=0.0)
+    table.waiting(REF, reason="still waiting", basis=settled)
+    assert table.planning_basis(REF, now=0.0).fresh, "no news since: the decision holds"

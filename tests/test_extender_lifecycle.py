@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from api.core import Pod
 from placement import ClusterView, GangRequest, Result, SolveOptions, Status, solve
 from scheduler.extender.coordinator import BackgroundWorker
 from scheduler.extender.coordinator.members import gang_ref_of
-from scheduler.extender.state import ClusterStore
+from scheduler.extender.state import ClusterStore, load_snapshot_into
+from scheduler.snapshot import Snapshot
 from tests.builders import make_pod
 from tests.extender_support import CLIQUE, SyncClient, bind_body, filter_body, gang, harness, node, pod, podgang
 
@@ -30,6 +32,37 @@ def test_reservations_expire_by_ttl_and_the_next_filter_plans_again() -> None:
     assert h.coordinator.table.reservation_count() == 0 and h.coordinator.debug_gangs() == []
     assert client.post("/filter", json=filter_body(pods[1], NAMES)).json()["NodeNames"]
     assert h.coordinator.table.reservation_count() == 2
+
+
+class LateMemberStore(ClusterStore):
+    """A store whose watch delivers ``late`` just after the first plan looked it up and found it missing: the race
+    of a gang's last pod with the plan it makes possible."""
+
+    def __init__(self, late: Pod) -> None:
+        super().__init__()
+        self._late: Pod | None = late
+
+    def pod(self, key: str) -> Pod | None:
+        late = self._late
+        if late is None or key != late.key:
+            return super().pod(key)
+        self._late = None
+        self.apply("Pod", "ADDED", late)  # as the watch thread would, mid-plan
+        return None
+
+
+def test_a_member_arriving_while_its_gangs_first_plan_runs_gets_the_gang_planned_not_refused() -> None:
+    pods, pg = gang("g", workers=2, gpus=8)
+    store = LateMemberStore(late=pods[1])
+    load_snapshot_into(store, Snapshot(nodes=NODES, pods=pods[:1], podgangs=[pg]))
+    h = harness(nodes=NODES, store=store)
+    h.coordinator.plan_ahead(gang_ref_of(pods[0]))  # finds 1 of 2 members: waits
+    assert [g["state"] for g in h.coordinator.debug_gangs()] == ["Waiting"]
+    while h.background():  # the arrival queued the gang for planning again
+        pass
+    client = SyncClient(h.app)
+    for member in pods:
+        assert client.post("/filter", json=filter_body(member, NAMES)).json()["NodeNames"], member.key
 
 
 def test_a_gang_planned_behind_a_long_queue_holds_its_reservation_until_kube_scheduler_can_reach_it() -> None:

@@ -60,6 +60,9 @@ class GangTable:
         self._gangs: dict[str, GangRecord] = {}
         self._book = ReservationBook()
         self._epoch = 0  # grows whenever capacity may have been freed: a refusal may not hold any more
+        # Member news of gangs without a record yet: a member that arrives while the gang's first plan is under way
+        # must make that plan's decision stale, or a "not created yet" refusal would hold until capacity frees.
+        self._news_before_record: dict[str, int] = {}
         self._listeners: list[StateListener] = []
         self._plan_listeners: list[PlanListener] = []
 
@@ -98,7 +101,7 @@ class GangTable:
                 exists=g is not None,
                 fresh=g is not None and self._fresh(g),
                 structure=g.structure if g else 0,
-                news=g.news if g else 0,
+                news=g.news if g else self._news_before_record.get(ref.key, 0),
                 epoch=self._epoch,
                 plan=dict(g.plan) if g else {},
                 ready={pod: member.node for pod, member in g.ready.items()} if g else {},
@@ -336,6 +339,8 @@ class GangTable:
             g = self._gangs.get(gang)
             if g is not None:
                 g.news += 1
+            else:
+                self._news_before_record[gang] = self._news_before_record.get(gang, 0) + 1
 
     def capacity_freed(self) -> None:
         with self._lock:
@@ -403,6 +408,7 @@ class GangTable:
         g = self._gangs.get(ref.key)
         if g is None:
             g = GangRecord(ref=ref, plan_status=PlanStatus.WAITING)
+            g.news = self._news_before_record.pop(ref.key, 0)
             self._gangs[ref.key] = g
         return g
 
@@ -425,6 +431,7 @@ class GangTable:
 
     def _drop(self, gang: str) -> None:
         self._gangs.pop(gang, None)
+        self._news_before_record.pop(gang, None)
         if self._book.release_gang(gang):
             self._epoch += 1
 
