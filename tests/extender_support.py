@@ -190,11 +190,12 @@ def harness(
     leadership: Leadership | None = None,
     batch_size: int = CoordinatorConfig.batch_size,
     nominate: bool = True,
+    writer_type: Callable[[ClusterStore], InMemoryClusterWriter] = InMemoryClusterWriter,
 ) -> Harness:
     if store is None:
         store = ClusterStore()
         load_snapshot_into(store, Snapshot(nodes=list(nodes), pods=list(pods), podgangs=list(podgangs)))
-    writer = InMemoryClusterWriter(store)
+    writer = writer_type(store)
     clock = FakeClock()
     coordinator = Coordinator(
         store=store,

@@ -1,20 +1,31 @@
 """The background worker: plans gangs as soon as the store says they became plannable (so filter answers from a
-plan instead of solving on kube-scheduler's critical path), writes PodGang status, and expires reservations.
+plan instead of solving on kube-scheduler's critical path), writes nominations and PodGang status, and expires
+reservations.
 
-One daemon thread; ``stop()`` ends it within one tick. ``alive()`` feeds ``/healthz``: a dead planner would leave
-every gang to be planned on the critical path and no reservation would ever expire.
+Two daemon threads: ``grove-planner`` plans, nominates (its writes return at once) and expires; ``grove-reporter``
+writes PodGang status and Events, which block on the API server. On one thread the reports held up planning: on the
+real control plane with pods arriving live, 374 reports took 17 s of the planner's 24 (up to 1.2 s each under
+load), so plans and nominations landed after kube-scheduler had popped the pods they were for. ``stop()`` ends
+both within one tick. ``alive()`` feeds ``/healthz``: a dead planner would leave every gang to be planned on the
+critical path and no reservation would ever expire; a dead reporter would leave PodGangs unreported.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from scheduler.extender.coordinator.coordinator import Coordinator
+from scheduler.extender.coordinator.work import Kind, Work
 
 __all__ = ["BackgroundWorker"]
 
 log = logging.getLogger(__name__)
+
+
+_PLANNING: tuple[Kind, ...] = ("plan", "nominate")
+_REPORTING: tuple[Kind, ...] = ("report", "running")
 
 
 class BackgroundWorker:
@@ -22,23 +33,38 @@ class BackgroundWorker:
         self._coordinator = coordinator
         self._tick = tick_seconds
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="grove-planner", daemon=True)
+        self._threads = [
+            threading.Thread(
+                target=self._run, args=(_PLANNING, self._planning_tick), name="grove-planner", daemon=True
+            ),
+            threading.Thread(
+                target=self._run, args=(_REPORTING, self._reporting_tick), name="grove-reporter", daemon=True
+            ),
+        ]
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=max(5.0, 2 * self._tick))
+        for thread in self._threads:
+            thread.join(timeout=max(5.0, 2 * self._tick))
 
     def alive(self) -> bool:
-        return self._thread.is_alive() and not self._stop.is_set()
+        return all(thread.is_alive() for thread in self._threads) and not self._stop.is_set()
 
     def run_once(self, timeout: float = 0.0) -> int:
-        """Do the queued work now (waiting up to ``timeout`` for some); returns how many items were handled.
-        The thread calls it in a loop; a simulation calls it on its own clock."""
+        """Do all the queued work now, in arrival order, on this thread (waiting up to ``timeout`` for some);
+        returns how many items were handled. A simulation or a test calls it on its own clock."""
+        work = self._coordinator.work.take(timeout)
+        self._handle(work)
+        self._reporting_tick()
+        self._planning_tick()
+        return len(work)
+
+    def _handle(self, work: list[Work]) -> None:
         coordinator = self._coordinator
-        work = coordinator.work.take(timeout)
         for kind, ref in work:
             if self._stop.is_set():
                 break
@@ -54,11 +80,15 @@ class BackgroundWorker:
             except Exception:
                 # One gang's failure must not stop planning for every other gang.
                 log.exception("background work failed kind=%s gang=%s", kind, ref.key)
-        coordinator.reporter.retry_failed()
-        coordinator.leading()  # notice a change of leadership even when no request arrives
-        coordinator.expire()
-        return len(work)
 
-    def _run(self) -> None:
+    def _planning_tick(self) -> None:
+        self._coordinator.leading()  # notice a change of leadership even when no request arrives
+        self._coordinator.expire()
+
+    def _reporting_tick(self) -> None:
+        self._coordinator.reporter.retry_failed()
+
+    def _run(self, kinds: tuple[Kind, ...], tick: Callable[[], None]) -> None:
         while not self._stop.is_set():
-            self.run_once(self._tick)
+            self._handle(self._coordinator.work.take(self._tick, kinds))
+            tick()  # a failure here ends the thread, and /healthz says so

@@ -6,13 +6,15 @@ An insertion-ordered set: the same work queued twice runs once, and arrival orde
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Literal
 
 from scheduler.extender.coordinator.members import GangRef
 
 __all__ = ["Work", "WorkQueue"]
 
-Work = tuple[Literal["plan", "running", "report", "nominate"], GangRef]
+Kind = Literal["plan", "running", "report", "nominate"]
+Work = tuple[Kind, GangRef]
 """plan: plan the gang ahead of kube-scheduler's filter; running: its pods may all run now (PodGang phase);
 report: its state changed in a way the PodGang's status shows (Scheduled, PartiallyBound); nominate: its plan
 changed, so its pods' nominatedNodeName may have to follow."""
@@ -26,13 +28,19 @@ class WorkQueue:
     def put(self, work: Work) -> None:
         with self._wake:
             self._pending[work] = None
-            self._wake.notify()
+            self._wake.notify_all()  # the takers may want different kinds
 
-    def take(self, timeout: float) -> list[Work]:
-        """Everything queued, in arrival order, waiting up to ``timeout`` seconds for something."""
+    def take(self, timeout: float, kinds: Collection[Kind] | None = None) -> list[Work]:
+        """Everything queued (of ``kinds`` only, if given), in arrival order, waiting up to ``timeout`` seconds
+        for some."""
         with self._wake:
-            if not self._pending and timeout > 0:
-                self._wake.wait(timeout)
-            work = list(self._pending)
-            self._pending.clear()
+            if timeout > 0:
+                self._wake.wait_for(lambda: any(kinds is None or w[0] in kinds for w in self._pending), timeout)
+            if kinds is None:
+                work = list(self._pending)
+                self._pending.clear()
+            else:
+                work = [w for w in self._pending if w[0] in kinds]
+                for taken in work:
+                    del self._pending[taken]
             return work
