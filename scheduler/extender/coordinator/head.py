@@ -112,6 +112,11 @@ class HeadPlanner:
             if len(waiting) == self._size:
                 break  # the rest are beyond the head: left waiting as they are
             basis = self._table.planning_basis(queued, now=now)
+            # Read again after the basis: a member that arrived since the read above has already made its news, and
+            # a decision taken on the older read would hold against it (a "not created yet" wait for good).
+            members = gang_members(self._store, queued)
+            if isinstance(members, str):
+                continue
             try:
                 gang = translate(
                     members=members,
