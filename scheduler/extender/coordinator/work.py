@@ -23,19 +23,28 @@ changed, so its pods' nominatedNodeName may have to follow."""
 class WorkQueue:
     def __init__(self) -> None:
         self._pending: dict[Work, None] = {}
-        self._wake = threading.Condition()
+        self._lock = threading.Lock()
+        # Who waits, for which kinds (None: any): a put wakes only a taker that wants it, not every thread.
+        self._takers: list[tuple[Collection[Kind] | None, threading.Condition]] = []
 
     def put(self, work: Work) -> None:
-        with self._wake:
+        with self._lock:
             self._pending[work] = None
-            self._wake.notify_all()  # the takers may want different kinds
+            for kinds, wake in self._takers:
+                if kinds is None or work[0] in kinds:
+                    wake.notify()
 
     def take(self, timeout: float, kinds: Collection[Kind] | None = None) -> list[Work]:
         """Everything queued (of ``kinds`` only, if given), in arrival order, waiting up to ``timeout`` seconds
         for some."""
-        with self._wake:
-            if timeout > 0:
-                self._wake.wait_for(lambda: any(kinds is None or w[0] in kinds for w in self._pending), timeout)
+        with self._lock:
+            if timeout > 0 and not any(kinds is None or w[0] in kinds for w in self._pending):
+                taker = (kinds, threading.Condition(self._lock))
+                self._takers.append(taker)
+                try:
+                    taker[1].wait(timeout)
+                finally:
+                    self._takers.remove(taker)
             if kinds is None:
                 work = list(self._pending)
                 self._pending.clear()
