@@ -35,8 +35,9 @@ def test_reservations_expire_by_ttl_and_the_next_filter_plans_again() -> None:
 
 
 class LateMemberStore(ClusterStore):
-    """A store whose watch delivers ``late`` right after a plan looked it up and found it missing for the
-    ``misses``-th time: the race of a gang's last pod with the plan it makes possible."""
+    """A store whose watch delivers ``late`` (a new pod, or one that lost its gate) right after a plan looked the
+    pod up for the ``misses``-th time and found it missing (or gated): the race of a gang's last member with the plan
+    it makes possible."""
 
     def __init__(self, late: Pod, *, misses: int) -> None:
         super().__init__()
@@ -47,27 +48,31 @@ class LateMemberStore(ClusterStore):
         late = self._late
         if late is None or key != late.key:
             return super().pod(key)
+        earlier = super().pod(key)
         self._misses -= 1
         if self._misses == 0:
             self._late = None
-            self.apply("Pod", "ADDED", late)  # as the watch thread would, mid-plan
-        return None
+            self.apply("Pod", "ADDED" if earlier is None else "MODIFIED", late)  # as the watch thread would, mid-plan
+        return earlier
 
     @property
     def delivered(self) -> bool:
         return self._late is None
 
 
-# A gang planned alone reads its members once; one planned in the queue's head is read by the one-gang planner,
-# then again by the head planner, where the arrival must come second to fall between its read and its basis.
-@pytest.mark.parametrize(("queued", "misses"), [(0, 1), (1, 2)], ids=["planned-alone", "planned-in-the-queue-head"])
+# A gang short of pods is planned alone: the pod arrives between its read and its decision. A gang whose pods all
+# exist, one still gated, is planned with the queue's head: read by the one-gang planner, then by the head planner,
+# where the gate must go second to fall between the head's read and its basis.
+@pytest.mark.parametrize(("queued", "gated"), [(0, False), (1, True)], ids=["created-late", "ungated-late"])
 def test_a_member_arriving_while_its_gangs_first_plan_runs_gets_the_gang_planned_not_refused(
-    queued: int, misses: int
+    queued: int, gated: bool
 ) -> None:
     pods, pg = gang("g", workers=2, gpus=8)
     others = [gang(f"other{i}", workers=1, gpus=8) for i in range(queued)]
-    store = LateMemberStore(late=pods[1], misses=misses)
-    load_snapshot_into(store, Snapshot(nodes=NODES, pods=pods[:1] + [p for ps, _ in others for p in ps],
+    late = pods[1]
+    store = LateMemberStore(late=late, misses=2 if gated else 1)
+    present = [pods[0]] + ([pod(late.metadata.name, gang="g", gpus=8, gated=True)] if gated else [])
+    load_snapshot_into(store, Snapshot(nodes=NODES, pods=present + [p for ps, _ in others for p in ps],
                                        podgangs=[pg] + [g for _, g in others]))  # fmt: skip
     h = harness(nodes=NODES, store=store)
     h.coordinator.plan_ahead(gang_ref_of(pods[0]))

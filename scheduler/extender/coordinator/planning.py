@@ -113,7 +113,10 @@ class Planner:
                 self._table.waiting(ref, reason=members, basis=basis, transient=True)
                 self._metrics.plans.labels("waiting").inc()
                 return members
-            queue = self._head.waiting_with(ref)
+            # A gang short of pods (fewer exist than a group's minimum) cannot be placed, alone or in the queue's
+            # head: the one-gang path says so (the translator's message) without sorting every waiting gang, which
+            # with pods arriving one by one it would do once per arrival.
+            queue = [] if _short_of_pods(members) else self._head.waiting_with(ref)
             if queue:  # waiting beside others for a first placement: the head of the queue is planned together
                 return self._head.plan(ref, queue)
             facts = _facts(members, basis)
@@ -221,3 +224,8 @@ def _groups(members: GangMembers) -> dict[str, str]:
 
 def _minimums(members: GangMembers) -> dict[str, int]:
     return {group.name: group.min_replicas for group in members.groups}
+
+
+def _short_of_pods(members: GangMembers) -> bool:
+    """Some group has fewer pods than its minimum, whatever their state: no plan can hold it."""
+    return any(len(group.pods) < group.min_replicas for group in members.groups)
