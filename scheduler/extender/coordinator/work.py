@@ -11,7 +11,7 @@ from typing import Literal
 
 from scheduler.extender.coordinator.members import GangRef
 
-__all__ = ["Work", "WorkQueue"]
+__all__ = ["Kind", "Work", "WorkQueue"]
 
 Kind = Literal["plan", "running", "report", "nominate"]
 Work = tuple[Kind, GangRef]
