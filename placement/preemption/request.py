@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import total_ordering
 
 from placement.request import Status
 
@@ -46,12 +47,16 @@ class VictimGang:
     reserved: bool = False
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
+@dataclass(frozen=True)
 class PreemptionCost:
     """What a choice of victims costs, compared field by field in this order (lower is better): the highest
     priority among evicted gangs (``None``: nothing evicted, better than any), the GPUs they held, how many gangs
     lost pods (a pod of no gang counts as one), how many pods were evicted; then the same of the reservations that
-    yield (highest priority, GPUs, gangs). Evicting nothing always beats evicting anything."""
+    yield (highest priority, GPUs, gangs). Evicting nothing always beats evicting anything.
+
+    Costs compare by :meth:`key`: a dataclass's own ``order=True`` compares the fields as they are, and ``None``
+    against a priority raises ``TypeError``."""
 
     victim_priority: int | None = None
     victim_gpus: int = 0
@@ -73,6 +78,11 @@ class PreemptionCost:
             self.yielded_gpus,
             self.yielded_gangs,
         )
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, PreemptionCost):
+            return NotImplemented
+        return self.key() < other.key()
 
 
 @dataclass(frozen=True)
