@@ -130,7 +130,8 @@ def solve_lexicographic(
     outcome = Lexicographic("unknown")
     remaining = deadline - clock()  # measured after building: the build is part of the budget
     at_bound = lower is not None  # the bound of a later chunk holds only while every earlier chunk met its own
-    for chunk in _chunks(tiers, lower or [0] * len(tiers)):
+    chunks = _chunks(tiers, lower or [0] * len(tiers))
+    for index, chunk in enumerate(chunks):
         objective, floor = _weighted(chunk)
         model.minimize(objective)
         if at_bound:
@@ -146,10 +147,12 @@ def solve_lexicographic(
             return outcome  # out of time: keep the previous chunk's plan, if any
         value = round(solver.objective_value)
         values = [int(solver.value(var)) for var in decisions]
+        # Optimal only once the last chunk is proven: a plan whose later chunks were never minimised is not.
         proven = status == cp_model.OPTIMAL
+        last = index == len(chunks) - 1
         # The objective is integral, so its bound rounds up (CP-SAT reports it as a float with LP noise).
         bound = math.ceil(solver.best_objective_bound - 1e-6)
-        outcome = Lexicographic("optimal" if proven else "feasible", values, value, bound)
+        outcome = Lexicographic("optimal" if proven and last else "feasible", values, value, bound)
         at_bound = at_bound and value == floor
         if not proven or remaining <= 0:
             break
