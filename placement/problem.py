@@ -20,7 +20,7 @@ from placement.request import ClusterView, GangRequest, SolveOptions
 from topology.graph import GPU_RESOURCE, UNKNOWN
 from topology.levels import NVLINK_LEVEL
 
-__all__ = ["Group", "InvalidRequest", "Problem", "Scope", "check_request", "label_value", "prepare"]
+__all__ = ["Group", "InvalidRequest", "Problem", "Scope", "check_options", "check_request", "label_value", "prepare"]
 
 
 class InvalidRequest(ValueError):
@@ -215,7 +215,7 @@ def prepare(
     (on ``hosts``, the view's shared host arrays, when given)."""
     check_request(request)
     if options is not None:
-        _check_options(options)
+        check_options(options)
     return Problem(request, view, hosts)
 
 
@@ -254,7 +254,8 @@ def check_request(request: GangRequest) -> None:
                 )
 
 
-def _check_options(options: SolveOptions) -> None:
+def check_options(options: SolveOptions) -> None:
+    """Raise :class:`InvalidRequest`, naming the field, if ``options`` cannot be solved with."""
     if not options.time_limit_seconds > 0:
         raise InvalidRequest(f"options.time_limit_seconds must be positive, got {options.time_limit_seconds}")
     if options.workers < 1:

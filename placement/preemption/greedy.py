@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from placement.preemption.pool import VictimPool
 from placement.preemption.request import Preemption, Victim, VictimGang
-from placement.problem import InvalidRequest, check_request
+from placement.problem import InvalidRequest, check_options, check_request
 from placement.request import ClusterView, GangRequest, SolveOptions, Status
 from placement.solve import solve
 
@@ -54,6 +54,7 @@ def resolve(
             f"options.policy must be one of {', '.join(_SOUND_POLICIES)} for preemption (a fit must keep the gang "
             f"whole and its required packs); got {options.policy!r}"
         )
+    check_options(options)
     check_request(request)
     return VictimPool.resolve(request, view, victims, gangs)
 
@@ -77,6 +78,8 @@ def greedy_choice(request: GangRequest, view: ClusterView, pool: VictimPool, opt
         last = solve(guaranteed, pool.view_with(view, chosen), replace(options, time_limit_seconds=left))
         if last.status == Status.PLACED:
             return pool.plan(chosen, last.assignment, optimal=not chosen)
+        if last.status == Status.INVALID:
+            return Preemption(Status.INVALID, reason=last.reason)  # the request, not the victims: none would do
     assert last is not None  # the empty choice is always tried
     status = Status.INFEASIBLE if last.status == Status.INFEASIBLE else Status.TIMED_OUT
     return Preemption(status, reason=not_even_all(pool, last.reason))
