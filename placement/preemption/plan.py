@@ -10,7 +10,9 @@ Order of work, cheapest first:
 4. otherwise the victim model (:mod:`~placement.preemption.model`), seeded with the greedy's choice; the better
    of the two is returned, so the plan is never worse than the greedy's.
 
-The time limit covers the whole call.
+The time limit covers the whole call. The objective is the cost of the victims alone: the assignment returned is
+one the freed capacity allows (the greedy's, placed by ``placement.solve``, when the greedy's choice wins), not
+necessarily the best placement on it; a caller that wants that solves again on the view with the victims gone.
 """
 
 from __future__ import annotations

@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from placement import GangRequest, SolveOptions, Status
-from placement.preemption import Preemption, PreemptionCost, plan_preemption, preemption_violations
+from placement.preemption import (
+    Preemption,
+    PreemptionCost,
+    greedy_preemption,
+    plan_preemption,
+    preemption_violations,
+)
 from tests.placement.cluster import CLIQUE, HOSTNAME, gang, group, hosts, pack
 from tests.placement.victim_builders import (
     VictimGangBuilder,
@@ -276,3 +282,27 @@ def test_a_gang_no_choice_makes_room_for_is_refused_with_a_reason(
     assert result.status == Status.INFEASIBLE
     assert reason in result.reason
     assert not result.evicted and not result.yielded and not result.assignment
+
+
+class _SteppingClock:
+    """A clock that moves ``step`` seconds every time it is read: the deadline passes after a few reads."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_out_of_time_before_any_choice_is_a_timeout_with_a_reason() -> None:
+    victims, gangs = victim_set(solo("v/a", "z0c0h0", gpus=8, priority=0))
+    view = busy_view(SPECS, victims, {"z0c0h1": FULL, "z0c1h0": FULL, "z0c1h1": FULL})
+    request = preemptor(gang(group("p", 1, gpus=8)))
+    options = SolveOptions(time_limit_seconds=1, clock=_SteppingClock(10))
+    for plan in (plan_preemption, greedy_preemption):
+        result = plan(request, view, victims, gangs, options)
+        assert result.status == Status.TIMED_OUT, plan.__name__
+        assert "none" in result.reason
+        assert preemption_violations(request, view, victims, gangs, result) == []
