@@ -15,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from api.quantity import QuantityError, check_units, resource_units
 
 __all__ = [
+    "PREEMPT_NEVER",
     "Container",
     "Node",
     "NodeList",
@@ -25,6 +26,7 @@ __all__ = [
     "Pod",
     "PodResourceClaim",
     "PodSpec",
+    "PriorityClass",
     "ResourceVector",
     "Taint",
     "Toleration",
@@ -35,6 +37,9 @@ __all__ = [
 
 ResourceVector = dict[str, int]
 """Resource name → integer units (millicores for ``cpu``, bytes for ``memory``, counts otherwise)."""
+
+PREEMPT_NEVER = "Never"
+"""A ``preemptionPolicy`` that queues a pod (or gang) by its priority but never makes others make way for it."""
 
 GPU = "nvidia.com/gpu"
 """The GPU resource, as NVIDIA's device plugin names it. ``topology.graph.GPU_RESOURCE`` spells it too: topology
@@ -170,6 +175,8 @@ class PodSpec(_Model):
     schedulerName: str = ""
     priority: int | None = None
     priorityClassName: str = ""
+    # None: PreemptLowerPriority, the API's default (admission copies the pod's PriorityClass's policy here).
+    preemptionPolicy: str | None = None
     resourceClaims: list[PodResourceClaim] = Field(default_factory=list)
 
     @field_validator("nodeSelector", mode="before")
@@ -191,6 +198,9 @@ class PodSpec(_Model):
 
 class _PodStatus(_Model):
     phase: str = ""
+    # Who else may have nominated the pod (kube-scheduler after its own preemption): the extender overwrites only
+    # nominations it wrote itself.
+    nominatedNodeName: str = ""
 
 
 class Pod(_Model):
@@ -213,6 +223,12 @@ class Pod(_Model):
     def terminal(self) -> bool:
         """A pod that holds no capacity any more."""
         return self.status.phase in ("Succeeded", "Failed")
+
+    @property
+    def deleting(self) -> bool:
+        """Being deleted (evicted, preempted, scaled in): it still holds its node's capacity until its kubelet is
+        done with it, but it is no longer a member a gang can count on."""
+        return self.metadata.deletionTimestamp is not None
 
     def requests(self) -> ResourceVector:
         """What the pod needs on a node, as kube-scheduler computes it (``sum_requests``)."""
@@ -319,3 +335,19 @@ def unusable_node(raw: Any) -> Node | None:
     if not isinstance(name, str) or not name:
         return None
     return Node(metadata=ObjectMeta(name=name), spec=_NodeSpec(unschedulable=True))
+
+
+class PriorityClass(_Model):
+    """``scheduling.k8s.io/v1`` PriorityClass: what a ``priorityClassName`` means. ``globalDefault``: the value of
+    pods (and here, of gangs) that name no class."""
+
+    apiVersion: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    value: int = 0
+    globalDefault: bool = False
+    preemptionPolicy: str = "PreemptLowerPriority"
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

@@ -29,6 +29,7 @@ __all__ = [
     "MetaPod",
     "MetaVictims",
     "PodRef",
+    "PreemptorRef",
     "Victims",
 ]
 
@@ -127,10 +128,21 @@ class Victims(_Wire):
     NumPDBViolations: int = 0
 
 
+class _PreemptorSpec(_Wire):
+    priority: int | None = None
+
+
+class PreemptorRef(PodRef):
+    """The pod ``preempt`` is asked about: its identity and the priority kube-scheduler judged victims by (the
+    preemption guard compares it with the victims' gangs', which kube-scheduler does not know)."""
+
+    spec: _PreemptorSpec = Field(default_factory=_PreemptorSpec)
+
+
 class ExtenderPreemptionArgs(_Wire):
     """Body of ``preempt``: full victims when ``nodeCacheCapable`` is false, UIDs only when it is true."""
 
-    Pod: PodRef
+    Pod: PreemptorRef
     NodeNameToVictims: dict[str, Victims] | None = None
     NodeNameToMetaVictims: dict[str, MetaVictims] | None = None
 

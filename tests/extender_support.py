@@ -16,7 +16,7 @@ import httpx
 from starlette.types import ASGIApp
 
 from api.app import create_app
-from api.core import Node, Pod
+from api.core import Node, Pod, PriorityClass
 from api.grove import PodGang
 from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
@@ -183,6 +183,7 @@ def harness(
     nodes: Iterable[Node],
     pods: Iterable[Pod] = (),
     podgangs: Iterable[PodGang] = (),
+    priority_classes: Iterable[PriorityClass] = (),
     bind_wait: float = 2.0,
     fake_time: bool = False,
     solver: Solver | None = None,
@@ -194,7 +195,10 @@ def harness(
 ) -> Harness:
     if store is None:
         store = ClusterStore()
-        load_snapshot_into(store, Snapshot(nodes=list(nodes), pods=list(pods), podgangs=list(podgangs)))
+        snapshot = Snapshot(
+            nodes=list(nodes), pods=list(pods), podgangs=list(podgangs), priority_classes=list(priority_classes)
+        )
+        load_snapshot_into(store, snapshot)
     writer = writer_type(store)
     clock = FakeClock()
     coordinator = Coordinator(

@@ -102,6 +102,16 @@ def _filter(member: MemberView | None, *, pod: PodFacts = KNOWN, uid: str = UID,
             KNOWN, UID, replace(PLANNED, planned=None, state=GangState.RELEASING), True, Retry, id="releasing"
         ),
         pytest.param(KNOWN, UID, replace(PLANNED, planned=None), True, Replan(ReplanCause.UNPLANNED), id="new-member"),
+        # Preempting: victims still on the planned node. kube-scheduler leaves the node out (its filters count the
+        # victims): parked, not re-planned elsewhere (that would evict again). It offers the node while our watch
+        # still shows them (kube-scheduler saw them go first): retried in a second. Our capacity check says the node
+        # is full meanwhile (fits False): still no re-plan.
+        pytest.param(
+            KNOWN, UID, replace(PLANNED, planned="n7", awaiting=("ns/v0",)), False, Refuse, id="awaiting-victims"
+        ),
+        pytest.param(
+            KNOWN, UID, replace(PLANNED, awaiting=("ns/v0",)), False, Retry, id="awaiting-victims-node-offered"
+        ),
     ],
 )
 def test_filter_decisions(pod: PodFacts, uid: str, member: MemberView | None, fits: bool, expected: object) -> None:
@@ -110,6 +120,12 @@ def test_filter_decisions(pod: PodFacts, uid: str, member: MemberView | None, fi
         assert isinstance(decision, expected), decision
     else:
         assert decision == expected
+
+
+def test_a_member_waiting_for_victims_is_told_which() -> None:
+    decision = _filter(replace(PLANNED, planned="n7", awaiting=("ns/v0", "ns/v1")), fits=False)
+    assert isinstance(decision, Refuse)
+    assert "2 pod(s) evicted for it still on n7 (ns/v0, ns/v1)" in decision.reason
 
 
 def test_a_ready_member_is_told_what_its_gang_still_waits_for() -> None:

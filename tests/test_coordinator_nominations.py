@@ -264,3 +264,18 @@ def test_filters_are_counted_by_what_the_nomination_spared_kube_scheduler() -> N
 
     run(main)
     assert counted() == {"alone": 1.0, "scanned": 1.0, "none": 1.0}
+
+
+def test_a_nomination_another_component_wrote_is_never_overwritten() -> None:
+    # KEP-5278: whoever sets nominatedNodeName owns it. w0 arrives nominated by someone else (kube-scheduler after a
+    # preemption of its own) to a node no plan of ours gives it: we leave its nomination alone; its gang-mates are
+    # nominated as usual.
+    pods, pg = gang("train", workers=4, gpus=4, required=CLIQUE)
+    theirs = pods[0].model_copy(update={"status": pods[0].status.model_copy(update={"nominatedNodeName": "n9"})})
+    h = harness(nodes=_cluster(), pods=[theirs, *pods[1:]], podgangs=[pg])
+    _settle(h)
+    plan = _plan(h, "default/train")
+    assert len(plan) == 4
+    written = h.writer.nominated_nodes()
+    assert theirs.key not in written
+    assert all(written[p.key] == plan[p.key] for p in pods[1:])

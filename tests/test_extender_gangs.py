@@ -7,6 +7,7 @@ import threading
 
 import httpx
 
+from api.core import PriorityClass
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
 from scheduler.extender.coordinator.members import gang_ref_of
@@ -409,3 +410,31 @@ def test_the_head_of_the_queue_is_planned_together_by_priority_then_age() -> Non
     )
     one.coordinator.plan_ahead(gang_ref_of(gangs[0][0][0]))
     assert {g["gang"]: g["state"] for g in one.coordinator.debug_gangs()}["default/a"] == "Planned"
+
+
+def test_the_queue_follows_the_podgangs_priority_class_not_the_pods() -> None:
+    # As Grove makes them: the PodCliqueSet's class is on the PodGang, the pods carry priority 0. Room for one gang
+    # of 2 × 8; a (oldest, no class), b (class "batch", 50), c (class "serving", 1000). c is planned, b waits
+    # for it, a is beyond a head of 2.
+    classes = [
+        PriorityClass.model_validate({"metadata": {"name": name}, "value": value})
+        for name, value in (("batch", 50), ("serving", 1000))
+    ]
+    gangs = [gang(name, workers=2, gpus=8) for name in ("a", "b", "c")]
+    podgangs = [
+        pg.model_copy(update={"spec": pg.spec.model_copy(update={"priorityClassName": cls})})
+        for (_, pg), cls in zip(gangs, (None, "batch", "serving"), strict=True)
+    ]
+    pods = [p for members, _ in gangs for p in _prioritised(members, 0)]
+    h = harness(
+        nodes=[node("a0", clique="A"), node("a1", clique="A")],
+        pods=pods,
+        podgangs=podgangs,
+        priority_classes=classes,
+        batch_size=2,
+    )
+    h.coordinator.plan_ahead(gang_ref_of(gangs[0][0][0]))
+    states = {g["gang"]: (g["state"], g["reason"]) for g in h.coordinator.debug_gangs()}
+    assert set(states) == {"default/b", "default/c"}
+    assert states["default/c"][0] == "Planned"
+    assert states["default/b"][0] == "Waiting" and "default/c" in states["default/b"][1]

@@ -139,14 +139,15 @@ def test_a_gang_bigger_than_the_cluster_is_never_partly_bound() -> None:
 
 @pytest.mark.parametrize("batch_size", [1, 16])
 def test_a_higher_priority_gang_that_arrives_second_gets_the_capacity_when_both_cannot_fit(batch_size: int) -> None:
-    # 2 nodes × 4 GPUs = 8 GPUs, all held by "busy" (2 pods × 4 GPUs) until its pods are deleted at 5 s. "low"
-    # (priority 0) arrives at 0.5 s, "high" (priority 100) at 4.5 s; each needs the whole 8 GPUs, so only one can
-    # start. The queue head planned together gives them to high and leaves low waiting with the reason; planning
-    # one gang at a time (batch size 1) hands them to whichever gang's pod kube-scheduler retries first: low,
-    # whose backoff ends before high's.
+    # 2 nodes × 4 GPUs = 8 GPUs, all held by "busy" (2 pods × 4 GPUs, priority 1000: nobody may evict it) until its
+    # pods are deleted at 5 s. "low" (priority 0) arrives at 0.5 s, "high" (priority 100) at 4.5 s; each needs the
+    # whole 8 GPUs, so only one can
+    # start. The queue head planned together gives them to high and leaves low waiting with the reason. Planned one
+    # gang at a time (batch size 1), low's pods are retried first (their backoff ends before high's), so low is
+    # planned and binds first; then high, refused, evicts low whole and binds in its place.
     config = CoordinatorConfig(batch_size=batch_size)
     sim = Simulation(nodes=2, gpus_per_node=4, pods_per_second=PACE, config=config, regrow_deleted=None)
-    sim.add_gang(GangSpec("busy", {"w": (2, 2, 4)}, at=0.0))
+    sim.add_gang(GangSpec("busy", {"w": (2, 2, 4)}, at=0.0, priority=1000))
     sim.add_gang(GangSpec("low", {"w": (2, 2, 4)}, at=0.5, fits=False))
     sim.add_gang(GangSpec("high", {"w": (2, 2, 4)}, at=4.5, priority=100))
     sim.at(5.0, lambda: [sim.api.delete_pod(key) for key in sim.members("busy")])
@@ -161,10 +162,33 @@ def test_a_higher_priority_gang_that_arrives_second_gets_the_capacity_when_both_
     out = sim.run(until=30)
     assert out.overcommits == []
     if batch_size == 1:
-        assert set(out.whole_at) == {"busy", "low"}
+        assert set(out.whole_at) == {"busy", "low", "high"}
+        assert sorted(sim.api.evictions) == sorted(sim.members("low"))  # low, whole, and nothing else
+        assert out.whole_at["high"] <= 5.0 + 2 * MAX_BACKOFF
         return
     assert set(out.whole_at) == {"busy", "high"}
     # whole within a second of the capacity freeing; low is the one waiting, saying which gang took the capacity
     assert out.whole_at["high"] <= 6.0
     assert seen["default/low"]["state"] == "Waiting"
     assert "default/high" in str(seen["default/low"]["reason"])
+
+
+def test_a_high_priority_gang_on_a_full_cluster_preempts_one_whole_lower_gang_and_nothing_is_left_broken() -> None:
+    # 4 nodes × 4 GPUs, full: two low gangs (priority 0) of 2 × 4 GPUs each, bound from the start. "high" (priority
+    # 100) of 2 × 4 GPUs arrives at 3 s: one low gang is evicted whole (2 pods), high binds whole within one backoff
+    # of its arrival. Evicted pods are created again (as Grove does) and wait: they are lower, and high holds the room.
+    sim = Simulation(nodes=4, gpus_per_node=4, pods_per_second=PACE)
+    sim.add_gang(GangSpec("low-a", {"w": (2, 2, 4)}, at=0.0))
+    sim.add_gang(GangSpec("low-b", {"w": (2, 2, 4)}, at=0.0))
+    sim.add_gang(GangSpec("high", {"w": (2, 2, 4)}, at=3.0, priority=100))
+    out = sim.run(until=60)
+    assert out.overcommits == []
+    assert set(out.whole_at) == {"low-a", "low-b", "high"}
+    assert out.whole_at["high"] <= 3.0 + MAX_BACKOFF
+    evicted = sim.api.evictions
+    assert len(evicted) == 2 and len({key.rsplit("-w-", 1)[0] for key in evicted}) == 1, evicted
+    # The gang that stayed was never touched; the one evicted is wholly pending again, never half-running.
+    survivor = "low-b" if evicted[0].startswith("default/low-a") else "low-a"
+    assert all(sim.api.pods[key].spec.nodeName for key in sim.members(survivor))
+    victim = "low-a" if survivor == "low-b" else "low-b"
+    assert not any(sim.api.pods[key].spec.nodeName for key in sim.members(victim) if key in sim.api.pods)

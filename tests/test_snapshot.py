@@ -47,7 +47,7 @@ def test_an_item_of_a_kind_a_snapshot_does_not_hold_is_refused(item: dict[str, A
     with pytest.raises(SnapshotError, match="is not one a snapshot holds") as caught:
         parse_snapshot(document)
     assert needle in str(caught.value)
-    assert "Node, Pod, PodGang, PodCliqueSet, ClusterTopologyBinding" in str(caught.value)
+    assert "Node, Pod, PodGang, PriorityClass, PodCliqueSet, ClusterTopologyBinding" in str(caught.value)
 
 
 def test_kubectl_style_yaml_list(tmp_path: Path) -> None:

@@ -113,9 +113,7 @@ def test_other_schedulers_pods_count_as_capacity_only() -> None:
     assert store.used_on("n0")[GPU] == 6  # 4 of our gang pod + 2 of theirs
     assert [p.key for p in store.pods()] == ["default/w0"]
     assert store.pod("default/web-0") is None and store.pod_by_uid("uid-web-0") is None
-    assert store.foreign_pods() == [
-        ForeignPod(namespace="default", name="web-0", node="n0", phase="Running", requests=theirs.requests())
-    ]
+    assert store.foreign_pods() == [ForeignPod("default", "web-0", "n0", "Running", theirs.requests(), uid="uid-web-0")]
     store.apply("Pod", "DELETED", theirs)
     assert store.used_on("n0")[GPU] == 4 and store.foreign_pods() == []
 
@@ -144,7 +142,7 @@ def test_listeners_hear_another_schedulers_pod_as_what_the_store_keeps() -> None
     theirs = make_pod("a").ns("web").scheduler("default-scheduler").cpu("1").on("n0").phase("Running").obj()
     store.apply("Pod", "ADDED", theirs)  # handed in whole (a snapshot), kept and announced as capacity
     store.apply("Pod", "DELETED", theirs)
-    kept = ForeignPod(namespace="web", name="a", node="n0", phase="Running", requests={"cpu": 1000, "pods": 1})
+    kept = ForeignPod("web", "a", "n0", "Running", {"cpu": 1000, "pods": 1}, uid="uid-a")
     assert heard == [("ADDED", kept), ("DELETED", kept)]
 
 
@@ -155,4 +153,4 @@ def test_watch_events_are_counted_by_kind_and_a_relist_is_not() -> None:
     store.apply("Pod", "MODIFIED", pod("a", node_name="n0"))
     store.apply("Pod", "DELETED", pod("a", node_name="n0"))
     store.apply("Node", "MODIFIED", node("n0"))
-    assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0}
+    assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0, "PriorityClass": 0}

@@ -54,7 +54,7 @@ def load_workload(
                 f"seconds, got {raw!r}{hint}"
             )
         try:
-            request = gang_request(gang, pods, snapshot.nodes)
+            request = gang_request(gang, pods, snapshot.nodes, classes=snapshot)
         except GangRequestError as err:
             raise WorkloadError(str(err)) from None
         pending.append((created, gang, request, duration, tuple(pods[key] for key in members)))

@@ -85,6 +85,9 @@ class _Writer:
             else:
                 done(nomination, None)
 
+    def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
+        self._api().evict(namespace=namespace, name=name, uid=uid, dry_run=dry_run)
+
     def record_event(self, *, namespace: str, kind: str, name: str, uid: str, reason: str, message: str,
                      type: Literal["Normal", "Warning"] = "Normal") -> None:  # fmt: skip
         self._api().record_event(namespace=namespace, kind=kind, name=name, uid=uid, reason=reason, message=message,

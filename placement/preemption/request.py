@@ -100,3 +100,4 @@ class Preemption:
     optimal: bool = False
     reason: str = ""
     solve_seconds: float = 0.0
+    placement_score: float | None = None  # of ``assignment``, when a caller placed the gang again on the freed room

@@ -72,7 +72,7 @@ def plan_snapshot(snapshot: Snapshot, view: ClusterView, options: SolveOptions) 
     entries: list[dict[str, Any]] = []
     for gang in sorted(_pending(snapshot, pods), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key)):
         try:
-            request = gang_request(gang, pods, snapshot.nodes)
+            request = gang_request(gang, pods, snapshot.nodes, classes=snapshot)
         except GangRequestError as err:
             result = Result(status=Status.INVALID, reason=str(err))
         else:

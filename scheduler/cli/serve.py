@@ -27,7 +27,7 @@ from placement import solve
 from placement.request import SolveOptions
 from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http, tls_problem
 from scheduler.extender.cluster_writer import ClusterWriter, InMemoryClusterWriter
-from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
+from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, RoomSettings
 from scheduler.extender.leadership import AlwaysLeader, Leadership
 from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.extender.translation.cluster_view import LevelsError, choose_levels
@@ -121,6 +121,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write each planned pod's status.nominatedNodeName (needs pods/status patch): kube-scheduler then "
         "tries the planned node alone instead of running its filters over every node (default: %(default)s)",
     )
+    parser.add_argument(
+        "--preemption",
+        action=argparse.BooleanOptionalAction,
+        default=RoomSettings.evict,
+        help="evict lower-priority pods (whole gangs, or their pods above minReplicas) through the Eviction API "
+        "when a gang fits no other way (needs pods/eviction create); without it, only reservations of gangs "
+        "not started yet give way to a gang of higher priority (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--preemption-wait",
+        type=float,
+        default=RoomSettings.wait_seconds,
+        metavar="SECONDS",
+        help="how long pods evicted for a gang may take to go before the preemption is given up and the gang is "
+        "planned again without them; cover your pods' terminationGracePeriodSeconds (default: %(default)s)",
+    )
     parser.add_argument("--levels", help="topology levels file (list of {domain, key}); default: labels / binding")
     parser.add_argument(
         "--scheduler-name",
@@ -142,10 +158,12 @@ def run_serve(args: argparse.Namespace) -> int:
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
         batch_size=args.batch_size,
         nominate=args.nominate,
+        room=RoomSettings(evict=args.preemption, wait_seconds=args.preemption_wait),
     )
     problem = (
         listener_problem(args)
         or ("--batch-size must be at least 1" if args.batch_size < 1 else None)
+        or ("--preemption-wait must be positive" if not args.preemption_wait > 0 else None)
         or tls_problem(args)
     )
     if problem:

@@ -65,7 +65,7 @@ def _pending_gangs(snapshot: Snapshot) -> tuple[list[dict[str, Any]], int]:
         entry["groups"] = len(gang.spec.podgroups)
         entry["gated_pods"] = sum(1 for ref in refs if ref in pods and pods[ref].gated)
         try:
-            request = gang_request(gang, pods, snapshot.nodes, gated=True)
+            request = gang_request(gang, pods, snapshot.nodes, gated=True, classes=snapshot)
         except GangRequestError as err:
             entry.update(min_pods=sum(g.minReplicas for g in gang.spec.podgroups), gpus=None, min_gpus=None)
             entry["error"] = str(err)

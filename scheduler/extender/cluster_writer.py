@@ -1,7 +1,7 @@
 """Everything the extender writes to the cluster, behind one small interface.
 
-``bind`` is a coroutine: the release awaits many at once on the event loop. Status and Event writes block: the
-background worker makes them from its own thread. Nominations are started many at once and answered through a
+``bind`` is a coroutine: the release awaits many at once on the event loop. Status, Event and eviction writes block:
+the background worker makes them from its own thread. Nominations are started many at once and answered through a
 callback, so that planning never waits for them. ``scheduler.kube.writer`` holds the real implementation;
 ``InMemoryClusterWriter`` serves the embedded (snapshot) mode and the tests.
 """
@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from api.core import Pod
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
+from scheduler.kube.foreign import ForeignPod
 from scheduler.kube.nominations import Nominated, Nomination
 
-__all__ = ["Binding", "ClusterWriter", "InMemoryClusterWriter", "Nominated", "Nomination", "RecordedEvent"]
+__all__ = [
+    "Binding",
+    "ClusterWriter",
+    "Eviction",
+    "InMemoryClusterWriter",
+    "Nominated",
+    "Nomination",
+    "RecordedEvent",
+]
 
 
 class ClusterWriter(Protocol):
@@ -57,6 +68,12 @@ class ClusterWriter(Protocol):
         Returns at once; the writes go out together and ``done`` is told of each."""
         ...
 
+    def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
+        """Evict the pod through the Eviction API (``pods/eviction``, conditional on its UID), so that
+        PodDisruptionBudgets hold: a budget that refuses raises ``WriteError`` with ``status`` 429. ``dry_run``
+        asks whether the eviction would be allowed and changes nothing. Blocks; called from a worker thread."""
+        ...
+
 
 @dataclass(frozen=True)
 class Binding:
@@ -64,6 +81,13 @@ class Binding:
     name: str
     uid: str
     node: str
+
+
+@dataclass(frozen=True)
+class Eviction:
+    namespace: str
+    name: str
+    uid: str
 
 
 @dataclass(frozen=True)
@@ -78,8 +102,10 @@ class RecordedEvent:
 
 class InMemoryClusterWriter:
     """Records every write and, when given a store, applies it there as the API server plus a watch would:
-    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang. Refuses a bind as the API server
-    does: 404 for a pod that does not exist, 409 for another UID or a pod already bound."""
+    a bound pod gets ``spec.nodeName``, a status patch lands on the PodGang, an evicted pod is deleted (a pending
+    one at once; a bound one gets a ``deletionTimestamp`` and goes when ``finalize_evictions`` plays its kubelet).
+    Refuses a bind as the API server does: 404 for a pod that does not exist, 409 for another UID or a pod already
+    bound; refuses an eviction with 429 for a pod named in ``budgets`` (a PodDisruptionBudget that allows none)."""
 
     inline = True  # memory only: bind never suspends
 
@@ -90,6 +116,8 @@ class InMemoryClusterWriter:
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.events: list[RecordedEvent] = []
         self.nominations: list[Nomination] = []
+        self.evictions: list[Eviction] = []
+        self.budgets: dict[str, str] = {}  # pod key → the PodDisruptionBudget that refuses its eviction
 
     async def bind(self, *, namespace: str, name: str, uid: str, node: str) -> None:
         key = f"{namespace}/{name}"
@@ -149,6 +177,41 @@ class InMemoryClusterWriter:
                     self.nominations.append(nomination)
             done(nomination, error)
 
+    def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            if key in self.budgets:
+                raise WriteError(f"evicting pod {key}: refused by PodDisruptionBudget {self.budgets[key]}", status=429)
+            found = self._store.any_pod(key) if self._store is not None else None
+            if self._store is not None and found is None:
+                raise WriteError(f'pods "{name}" not found in namespace {namespace}', status=404)
+            if found is not None and uid and _uid_of(found) and _uid_of(found) != uid:
+                raise WriteError(f"pod {key}: precondition failed: UID {uid}, found {_uid_of(found)}", status=409)
+            if dry_run:
+                return
+            self.evictions.append(Eviction(namespace=namespace, name=name, uid=uid))
+        if self._store is None or found is None:
+            return
+        if not _node_of(found):
+            self._store.apply("Pod", "DELETED", found)
+        elif not _deleting(found):
+            self._store.apply("Pod", "MODIFIED", _marked_deleting(found))
+
+    def finalize_evictions(self) -> list[str]:
+        """What the kubelets of the evicted pods' nodes do once their containers stop: delete them. Returns their
+        keys."""
+        if self._store is None:
+            return []
+        with self._lock:
+            keys = [f"{e.namespace}/{e.name}" for e in self.evictions]
+        gone: list[str] = []
+        for key in dict.fromkeys(keys):
+            found = self._store.any_pod(key)
+            if found is not None and _deleting(found):
+                self._store.apply("Pod", "DELETED", found)
+                gone.append(key)
+        return gone
+
     def nominated_nodes(self) -> dict[str, str]:
         """Pod key → the node its last written nomination names ("" cleared)."""
         with self._lock:
@@ -158,3 +221,23 @@ class InMemoryClusterWriter:
         """Pod key → node of every recorded binding."""
         with self._lock:
             return {f"{b.namespace}/{b.name}": b.node for b in self.bindings}
+
+
+def _uid_of(pod: Pod | ForeignPod) -> str:
+    return pod.metadata.uid if isinstance(pod, Pod) else pod.uid
+
+
+def _node_of(pod: Pod | ForeignPod) -> str:
+    return pod.spec.nodeName if isinstance(pod, Pod) else pod.node
+
+
+def _deleting(pod: Pod | ForeignPod) -> bool:
+    return pod.deleting
+
+
+def _marked_deleting(pod: Pod | ForeignPod) -> Pod | ForeignPod:
+    """The pod as the API server leaves it after a graceful delete: a ``deletionTimestamp``, still on its node."""
+    if isinstance(pod, ForeignPod):
+        return replace(pod, deleting=True)
+    meta = pod.metadata.model_copy(update={"deletionTimestamp": datetime.now(UTC)})
+    return pod.model_copy(update={"metadata": meta})

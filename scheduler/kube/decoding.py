@@ -28,7 +28,7 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, cast
 import msgspec
 from pydantic import BaseModel, Field, ValidationError
 
-from api.core import Node, Pod, ResourceVector, effective_quantities, sum_requests, unusable_node
+from api.core import Node, Pod, PriorityClass, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.grove import PodGang
 from api.quantity import QuantityError, check_units
 from scheduler.kube.foreign import ForeignPod
@@ -48,7 +48,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Model = Node | Pod | ForeignPod | PodGang
+Model = Node | Pod | ForeignPod | PodGang | PriorityClass
 Change = tuple[EventType, Model, str]
 """A change event: its type, the object as the store keeps it, and its resourceVersion ("" if it had none)."""
 CHANGES: frozenset[str] = frozenset(("ADDED", "MODIFIED", "DELETED"))
@@ -60,7 +60,7 @@ class Unchanged(NamedTuple):
     resource_version: str
 
 
-ModelT = TypeVar("ModelT", Node, Pod, PodGang)
+ModelT = TypeVar("ModelT", Node, Pod, PodGang, PriorityClass)
 ObjT_co = TypeVar("ObjT_co", covariant=True)
 
 
@@ -175,8 +175,10 @@ Quantities = dict[str, str | int | float]
 class _Meta(msgspec.Struct):
     name: str = ""
     namespace: str = ""
+    uid: str = ""
     resourceVersion: str = ""
     labels: dict[str, str] | None = None
+    deletionTimestamp: str | None = None
 
 
 class _Resources(msgspec.Struct):
@@ -192,6 +194,7 @@ class _Container(msgspec.Struct):
 class _Spec(msgspec.Struct):
     schedulerName: str = ""
     nodeName: str = ""
+    priority: int | None = None
     containers: list[_Container] | None = None
     initContainers: list[_Container] | None = None
     overhead: Quantities | None = None
@@ -335,6 +338,9 @@ class PodDecoder:
             node=sys.intern(spec.nodeName),
             phase=sys.intern(facts.status.phase),
             requests=self._shared(requests),
+            uid=meta.uid,
+            priority=spec.priority or 0,
+            deleting=meta.deletionTimestamp is not None,
         )
 
     def _shared(self, vector: ResourceVector) -> ResourceVector:

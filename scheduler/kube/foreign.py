@@ -44,13 +44,18 @@ class OurPods:
 @dataclass(frozen=True, slots=True)
 class ForeignPod:
     """A pod another scheduler places, as capacity. ``requests`` is ``Pod.requests()`` of the pod (often one
-    object shared by many pods with equal requests: never mutate it); ``node`` is empty while it is pending."""
+    object shared by many pods with equal requests: never mutate it); ``node`` is empty while it is pending.
+    ``uid``, ``priority`` (``spec.priority``, 0 when unset) and ``deleting`` (a ``deletionTimestamp``): what a gang
+    of higher priority needs to choose it as a victim and evict it (and not count it twice while it terminates)."""
 
     namespace: str
     name: str
     node: str
     phase: str
     requests: ResourceVector
+    uid: str = ""
+    priority: int = 0
+    deleting: bool = False
 
     @property
     def key(self) -> str:
@@ -63,4 +68,13 @@ class ForeignPod:
     @classmethod
     def of(cls, pod: Pod, requests: ResourceVector) -> ForeignPod:
         meta = pod.metadata
-        return cls(meta.namespace, meta.name, pod.spec.nodeName, pod.status.phase, requests)
+        return cls(
+            meta.namespace,
+            meta.name,
+            pod.spec.nodeName,
+            pod.status.phase,
+            requests,
+            uid=meta.uid,
+            priority=pod.spec.priority or 0,
+            deleting=meta.deletionTimestamp is not None,
+        )

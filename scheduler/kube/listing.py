@@ -24,6 +24,7 @@ __all__ = [
     "PODCLIQUESETS",
     "PODGANGS",
     "PODS",
+    "PRIORITY_CLASSES",
     "ListExpiredError",
     "PageDecoder",
     "Resource",
@@ -89,6 +90,8 @@ PODCLIQUES = Resource(kind="PodClique", api_version=GROVE_API_VERSION, plural="p
 PODCLIQUESCALINGGROUPS = Resource(
     kind="PodCliqueScalingGroup", api_version=GROVE_API_VERSION, plural="podcliquescalinggroups"
 )
+# What a PodGang's spec.priorityClassName means (Grove puts the class on the PodGang, not on its pods).
+PRIORITY_CLASSES = Resource(kind="PriorityClass", api_version="scheduling.k8s.io/v1", plural="priorityclasses")
 CLUSTER_TOPOLOGY_BINDINGS = Resource(
     kind="ClusterTopologyBinding", api_version=GROVE_API_VERSION, plural="clustertopologybindings"
 )

@@ -1,4 +1,5 @@
-"""The extender's mirror of the cluster: Nodes, Pods and PodGangs, one informer each, feeding its store.
+"""The extender's mirror of the cluster: Nodes, Pods, PodGangs and PriorityClasses, one informer each, feeding its
+store.
 
 Each kind's informer (``informer``) decodes with what keeps the extender's watch path lean: Node heartbeats are
 recognised before the model decode (``heartbeats``), pods of other schedulers become ``ForeignPod`` capacity and
@@ -15,18 +16,19 @@ from typing import Literal, Protocol
 
 from kubernetes.client import ApiClient
 
+from api.core import PriorityClass
 from api.grove import PodGang
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.decoding import Decoder, EventType, Model, ModelDecoder, PodDecoder
 from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.informer import WATCH_SECONDS, Informer, start_informers
-from scheduler.kube.listing import NODES, PODGANGS, PODS, Resource
+from scheduler.kube.listing import NODES, PODGANGS, PODS, PRIORITY_CLASSES, Resource
 
 __all__ = ["EventType", "Kind", "WatchedStore", "mirror_informer", "mirror_informers", "start_mirror"]
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["Node", "Pod", "PodGang"]
+Kind = Literal["Node", "Pod", "PodGang", "PriorityClass"]
 
 
 class WatchedStore(Protocol):
@@ -61,7 +63,12 @@ class _IntoStore:
         self._store.apply(self._kind, event_type, obj)
 
 
-_KINDS: tuple[tuple[Kind, Resource], ...] = (("Node", NODES), ("Pod", PODS), ("PodGang", PODGANGS))
+_KINDS: tuple[tuple[Kind, Resource], ...] = (
+    ("Node", NODES),
+    ("Pod", PODS),
+    ("PodGang", PODGANGS),
+    ("PriorityClass", PRIORITY_CLASSES),
+)
 
 
 def _decoder(kind: Kind, store: WatchedStore) -> Decoder[Model]:
@@ -69,6 +76,8 @@ def _decoder(kind: Kind, store: WatchedStore) -> Decoder[Model]:
         return NodeDecoder()
     if kind == "Pod":
         return PodDecoder(keeps_whole=store.keeps_whole, stamp=PODS.stamp)
+    if kind == "PriorityClass":
+        return ModelDecoder(PriorityClass, stamp=PRIORITY_CLASSES.stamp)
     return ModelDecoder(PodGang, stamp=PODGANGS.stamp)
 
 

@@ -1,5 +1,5 @@
 """``KubeClusterWriter``: the extender's writes to a real API server — bindings, PodGang status, Events,
-nominations — as bare JSON requests through ``scheduler.kube.http.ApiHttp``.
+nominations, evictions — as bare JSON requests through ``scheduler.kube.http.ApiHttp``.
 
 Every failure becomes a ``WriteError`` whose message a person can act on, because kube-scheduler copies a bind
 error verbatim into the pod's ``FailedScheduling`` event: say what was refused, why, and what fixes it.
@@ -69,6 +69,8 @@ def write_error(action: str, failure: Reply | ApiUnreachable, *, timeout: float)
         message = f"{action}: unauthorized ({said}); the extender's credentials are missing or expired"
     elif status in (400, 422):
         message = f"{action}: rejected as invalid ({said})"
+    elif status == 429 and "disruption budget" in said.lower():
+        message = f"{action}: refused by a PodDisruptionBudget ({said}); it is asked again later"
     elif status == 429 or status >= 500:
         message = f"{action}: API server unavailable (HTTP {status}: {said}); retry later"
     else:
@@ -160,6 +162,27 @@ class KubeClusterWriter:
             f"{SCHEDULER_API_PATH}/namespaces/{namespace}/podgangs/{name}/status",
             {"status": status},
             _MERGE_PATCH,
+        )
+
+    def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
+        # The Eviction API rather than a DELETE: PodDisruptionBudgets are honoured (a budget that does not allow it
+        # is a 429), and the UID precondition leaves a pod re-created under the same name alone.
+        options: dict[str, Any] = {"preconditions": {"uid": uid}} if uid else {}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": options,
+        }
+        query = "?dryRun=All" if dry_run else ""
+        self._send(
+            f"{'asking whether it may evict' if dry_run else 'evicting'} pod {namespace}/{name}",
+            "POST",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/eviction{query}",
+            body,
+            "application/json",
         )
 
     def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:

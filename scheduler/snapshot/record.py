@@ -1,8 +1,9 @@
 """Recording a live cluster as a snapshot: list every recorded kind in pages, scrub each object, and leave out pods
 bound to nodes deleted while listing, so the snapshot is consistent. ``grove-extender record`` writes the result.
 
-Lists Nodes, unfinished Pods, PodGangs and, when installed, PodCliqueSets and ClusterTopologyBindings (a kind that is
-not installed or not readable is skipped and said so). Never reads Secrets.
+Lists Nodes, unfinished Pods, PodGangs, PriorityClasses (what a PodGang's priority means) and, when installed,
+PodCliqueSets and ClusterTopologyBindings (a kind that is not installed or not readable is skipped and said so).
+Never reads Secrets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from scheduler.kube.listing import (
     PODCLIQUESETS,
     PODGANGS,
     PODS,
+    PRIORITY_CLASSES,
     ListExpiredError,
     list_all,
 )
@@ -32,7 +34,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "RecordError", "Recording", "record"]
 
 # Nodes and Pods are the snapshot; the Grove kinds are recorded when their CRDs are installed.
 REQUIRED = (NODES, PODS)
-OPTIONAL = (PODGANGS, PODCLIQUESETS, CLUSTER_TOPOLOGY_BINDINGS)
+OPTIONAL = (PODGANGS, PRIORITY_CLASSES, PODCLIQUESETS, CLUSTER_TOPOLOGY_BINDINGS)
 
 
 class RecordError(RuntimeError):

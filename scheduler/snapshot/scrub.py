@@ -210,6 +210,14 @@ _KINDS: dict[str, Rule] = {
             ),
         ),
     ),
+    "PriorityClass": _fields(
+        apiVersion=_keep,
+        kind=_keep,
+        metadata=_METADATA,
+        value=_keep,
+        globalDefault=_keep,
+        preemptionPolicy=_keep,
+    ),
     "ClusterTopologyBinding": _fields(
         apiVersion=_keep,
         kind=_keep,

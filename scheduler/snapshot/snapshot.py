@@ -1,5 +1,5 @@
 """Cluster snapshots: a Kubernetes ``List`` (JSON or YAML, optionally gzip) of Nodes, Pods, PodGangs and,
-optionally, PodCliqueSets and a Grove ClusterTopologyBinding.
+optionally, PriorityClasses, PodCliqueSets and a Grove ClusterTopologyBinding.
 
 ``kubectl get nodes,pods,podgangs -A -o json`` is a snapshot. Loading validates every item and fails on the first
 bad one with its position, kind, name and the field at fault, because a snapshot that loads half-way would make
@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from api.core import Node, Pod
+from api.core import Node, Pod, PriorityClass
 from api.grove import ClusterTopologyBinding, PodCliqueSet, PodGang
 from scheduler.snapshot.documents import UnreadableText, parse_text
 from scheduler.snapshot.files import UnreadableFile, read_bounded
@@ -59,6 +59,7 @@ _KINDS: dict[str, type[BaseModel]] = {
     "Node": Node,
     "Pod": Pod,
     "PodGang": PodGang,
+    "PriorityClass": PriorityClass,
     "PodCliqueSet": PodCliqueSet,
     "ClusterTopologyBinding": ClusterTopologyBinding,
 }
@@ -77,11 +78,21 @@ class Snapshot:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     podgangs: list[PodGang] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
     podcliquesets: list[PodCliqueSet] = field(default_factory=list)
     topology_bindings: list[ClusterTopologyBinding] = field(default_factory=list)
 
     def node_names(self) -> set[str]:
         return {node.name for node in self.nodes}
+
+    def priority_class(self, name: str) -> PriorityClass | None:
+        """The snapshot's PriorityClass of that name (what a PodGang's ``priorityClassName`` means)."""
+        return next((c for c in self.priority_classes if c.name == name), None)
+
+    def default_priority_class(self) -> PriorityClass | None:
+        """The snapshot's ``globalDefault`` class (of several, the lowest, as kube-apiserver's admission picks)."""
+        defaults = [c for c in self.priority_classes if c.globalDefault]
+        return min(defaults, key=lambda c: (c.value, c.name), default=None)
 
 
 def _describe(index: int, item: Mapping[str, Any]) -> str:
@@ -115,6 +126,7 @@ def parse_snapshot(document: Any, *, consume: bool = False) -> Snapshot:
         "Node": snapshot.nodes,
         "Pod": snapshot.pods,
         "PodGang": snapshot.podgangs,
+        "PriorityClass": snapshot.priority_classes,
         "PodCliqueSet": snapshot.podcliquesets,
         "ClusterTopologyBinding": snapshot.topology_bindings,
     }

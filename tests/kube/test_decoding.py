@@ -43,8 +43,30 @@ def test_ours_are_kept_whole_the_others_as_capacity(pod: Any, whole: bool) -> No
         assert isinstance(obj, Pod) and obj.spec.nodeName == "n1"
     else:
         # 2 cpu = 2000 millicores, plus the pod's own slot
-        assert obj == ForeignPod(namespace="default", name="p", node="n1", phase="Running", requests=obj.requests)
+        assert obj == ForeignPod(
+            namespace="default", name="p", node="n1", phase="Running", requests=obj.requests, uid="uid-p"
+        )
         assert isinstance(obj, ForeignPod) and obj.requests == {"cpu": 2000, "pods": 1}
+
+
+@pytest.mark.parametrize("path", ["event", "page", "parse"])
+def test_another_schedulers_pod_keeps_what_preemption_reads(path: str) -> None:
+    """A higher-priority gang may evict it: its UID (the eviction's precondition), its priority (the rule) and
+    whether it is already terminating (evicted once, it must not count as a victim again)."""
+    raw = make_pod("p").scheduler("default-scheduler").uid("u-7").priority(250).deleting().on("n1").dict()
+    pods = decoder()
+    if path == "event":
+        change = pods.change(event("MODIFIED", raw))
+        assert change is not None
+        obj: object = change[1]
+    elif path == "page":
+        (obj,), _ = pods.page(json.dumps({"metadata": {}, "items": [raw]}).encode())
+    else:
+        obj = pods.parse(raw)
+    assert isinstance(obj, ForeignPod)
+    assert (obj.uid, obj.priority, obj.deleting) == ("u-7", 250, True)
+    plain = pods.parse(make_pod("q").scheduler("default-scheduler").on("n1").dict())
+    assert isinstance(plain, ForeignPod) and (plain.priority, plain.deleting) == (0, False)
 
 
 def test_a_bad_quantity_is_named_and_the_pod_skipped(caplog: pytest.LogCaptureFixture) -> None:

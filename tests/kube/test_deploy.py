@@ -22,6 +22,8 @@ EXTENDER_PERMISSIONS = {
     ("", "pods"): {"get", "list", "watch"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},  # nominatedNodeName only
+    ("", "pods/eviction"): {"create"},  # lower-priority pods evicted for a gang, never deleted directly
+    ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},  # what a PodGang's priorityClassName means
     ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create"},
     ("scheduler.grove.io", "podgangs"): {"get", "list", "watch"},

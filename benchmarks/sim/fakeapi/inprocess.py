@@ -88,6 +88,7 @@ class FakeApi:
         self.overcommits: list[str] = []
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.nominations: list[Nomination] = []  # recorded only: the stand-in kube-scheduler reads no nomination
+        self.evictions: list[str] = []  # pods evicted through the Eviction API, in order
         self.events: list[RecordedEvent] = []
         self.binds = 0
         self.on_bind: Callable[[str], None] | None = None  # called after each successful binding (fault injection)
@@ -214,6 +215,19 @@ class FakeApi:
     def nominate(self, nomination: Nomination) -> None:
         self._maybe_fail(f"nomination of pod {nomination.key}")
         self.nominations.append(nomination)
+
+    def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
+        """The Eviction API with a kubelet that stops containers at once: the pod is deleted (no grace period to
+        wait out in a simulation); 404 for a pod that is gone, 409 for one re-created under another UID."""
+        key = f"{namespace}/{name}"
+        pod = self.pods.get(key)
+        if pod is None:
+            raise WriteError(f'pods "{name}" not found in namespace {namespace}', status=404)
+        if uid and pod.metadata.uid != uid:
+            raise WriteError(f"pod {key}: precondition failed: UID {uid}, found {pod.metadata.uid}", status=409)
+        if not dry_run:
+            self.evictions.append(key)
+            self.delete_pod(key)
 
     def record_event(self, *, namespace: str, kind: str, name: str, uid: str, reason: str, message: str,
                      type: Literal["Normal", "Warning"] = "Normal") -> None:  # fmt: skip

@@ -1,11 +1,11 @@
 """The background worker: plans gangs as soon as the store says they became plannable (so filter answers from a
-plan instead of solving on kube-scheduler's critical path), writes nominations and PodGang status, and expires
-reservations.
+plan instead of solving on kube-scheduler's critical path), makes room for gangs refused for it, writes
+nominations, evictions and PodGang status, and expires reservations.
 
-Two daemon threads: ``grove-planner`` plans, nominates (its writes return at once) and expires; ``grove-reporter``
-writes PodGang status and Events, which block on the API server. On one thread the reports held up planning: on the
-real control plane with pods arriving live, 374 reports took 17 s of the planner's 24 (up to 1.2 s each under
-load), so plans and nominations landed after kube-scheduler had popped the pods they were for. ``stop()`` ends
+Two daemon threads: ``grove-planner`` plans, makes room, nominates (its writes return at once) and expires;
+``grove-reporter`` writes PodGang status, Events and evictions, which block on the API server. On one thread, those
+writes held plans and nominations back until after kube-scheduler had popped the pods they were for (seen with
+pods arriving live, ``bench_e2e --real --live``). ``stop()`` ends
 both within one tick. ``alive()`` feeds ``/healthz``: a dead planner would leave every gang to be planned on the
 critical path and no reservation would ever expire; a dead reporter would leave PodGangs unreported.
 """
@@ -24,8 +24,8 @@ __all__ = ["BackgroundWorker"]
 log = logging.getLogger(__name__)
 
 
-_PLANNING: tuple[Kind, ...] = ("plan", "nominate")
-_REPORTING: tuple[Kind, ...] = ("report", "running")
+_PLANNING: tuple[Kind, ...] = ("plan", "nominate", "preempt")
+_REPORTING: tuple[Kind, ...] = ("report", "running", "evict")
 
 
 class BackgroundWorker:
@@ -75,6 +75,10 @@ class BackgroundWorker:
                     coordinator.reporter.mark_running(ref)
                 elif kind == "nominate":
                     coordinator.nominator.sync(ref)
+                elif kind == "preempt":
+                    coordinator.preempt_ahead(ref)
+                elif kind == "evict":
+                    coordinator.evictor.run(ref)
                 else:
                     coordinator.reporter.report(ref)
             except Exception:
@@ -87,6 +91,7 @@ class BackgroundWorker:
 
     def _reporting_tick(self) -> None:
         self._coordinator.reporter.retry_failed()
+        self._coordinator.evictor.retry_failed()
 
     def _run(self, kinds: tuple[Kind, ...], tick: Callable[[], None]) -> None:
         while not self._stop.is_set():

@@ -3,7 +3,8 @@
 filter → ``decisions.decide_filter`` on the member's view (re-planning first when it says so); prioritize → the
 planned node 10, others 0; bind → ``binding`` (ready members, the release); preempt → the gang guard
 (``preemption``). Every change of a gang's state is a ``GangTable`` transition. Plans are made ahead by the
-background worker when the store says a gang became plannable, and on a filter otherwise.
+background worker when the store says a gang became plannable, and on a filter otherwise; a gang refused for room
+then has lower-priority work make way for it where it can (``making_room``, ``evictions``), in the background too.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from scheduler.extender.coordinator.decisions import (
     decide_filter,
 )
 from scheduler.extender.coordinator.events import StoreEvents
+from scheduler.extender.coordinator.evictions import Evictor
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.gathering import ArrivalRate, GatherWindow
+from scheduler.extender.coordinator.making_room import RoomSettings
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.coordinator.nominations import Nominator
@@ -92,6 +95,9 @@ class CoordinatorConfig:
     batch_size: int = 16
     # Write each planned pod's nominatedNodeName (``nominations``): kube-scheduler then tries that node alone.
     nominate: bool = True
+    # Gang priority and preemption (``making_room``): reservations of lower-priority gangs yield, lower-priority
+    # pods are evicted (unless ``evict`` is off), within the deadlines it names.
+    room: RoomSettings = field(default_factory=RoomSettings)
 
 
 class Coordinator:
@@ -126,6 +132,16 @@ class Coordinator:
         self._clock = clock
         self._blocking = blocking
         self._liveness: dict[str, Callable[[], bool]] = {}
+        self.evictor = Evictor(
+            store=store,
+            table=self.table,
+            writer=writer,
+            work=self.work,
+            metrics=self.metrics,
+            may_write=lambda: self._unready() is None,
+            refused=lambda ref, reason, pods: self.planner.room.refused(ref, reason, pods),
+            wall_clock=wall_clock,
+        )
         self.planner = Planner(
             store=store,
             table=self.table,
@@ -135,6 +151,8 @@ class Coordinator:
             metrics=self.metrics,
             clock=clock,
             topologies=TopologyCache(levels),
+            evictor=self.evictor,
+            room=self.config.room,
             batch_size=self.config.batch_size,
         )
         self.waiters = BindWaiters(timer=timer)
@@ -210,6 +228,8 @@ class Coordinator:
             member = self.table.member(ref.key, key)
             if member is not None and member.ready and member.complete:
                 self.releaser.start(ref)  # completed by something other than a bind call (e.g. a lowered minimum)
+        if ref is not None and isinstance(decision, Refuse):
+            self.work.put(("preempt", ref))  # lower-priority work may make way for it: the planner thread looks
         answer = "node" if isinstance(decision, Accept) else "error" if isinstance(decision, Retry) else "refused"
         self._answers[answer].inc()
         return _encode(args, candidates, decision)
@@ -230,8 +250,14 @@ class Coordinator:
     async def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
         if self._unready() is not None:
             return ExtenderPreemptionResult()  # proposing nothing preempts nothing: it can never break a gang
+        stored = self.store.pod(args.Pod.key)
+        if stored is not None and not gang_ref_of(stored).solo and self.store.offered(stored):
+            # A member of a gang we place: the extender makes room for the gang as a whole (``making_room``);
+            # kube-scheduler's per-pod proposal would free one pod's room and evict for the same gang twice.
+            self.work.put(("preempt", gang_ref_of(stored)))
+            return ExtenderPreemptionResult()
         proposal = args.victim_uids()
-        vetoes = vetoed_nodes(proposal, store=self.store)
+        vetoes = vetoed_nodes(proposal, store=self.store, preemptor=args.Pod.spec.priority or 0)
         for node, reason in vetoes.items():
             self.metrics.preemption_vetoes.inc()
             log.info("preemption vetoed preemptor=%s node=%s reason=%s", args.Pod.key, node, reason)
@@ -272,12 +298,22 @@ class Coordinator:
 
     def plan_ahead(self, ref: GangRef) -> None:
         """Plan the gang now if it has no usable decision and kube-scheduler will offer us its pods: a gang whose
-        pods another scheduler places must not hold capacity our pods could use."""
+        pods another scheduler places must not hold capacity our pods could use. Refused for room, it may then
+        have lower-priority work make way for it."""
         if self._unready() is None and self._offered(ref):
             self.planner.plan(ref)
+            self.planner.make_room(ref)
+
+    def preempt_ahead(self, ref: GangRef) -> None:
+        """Let lower-priority work make way for a gang filter refused (the background worker calls this)."""
+        if self._unready() is None and self._offered(ref):
+            self.planner.make_room(ref)
 
     def expire(self) -> list[str]:
         """Give back the reservations of gangs that stopped gathering; the next filter re-plans them."""
+        if self._unready() is None:
+            self.planner.room.check()
+            self.planner.sweep_refused()
         expired = self.table.expire(self._clock())
         for gang in expired:
             self.metrics.reservations_expired.inc()
@@ -292,6 +328,8 @@ class Coordinator:
             self._leading_before = leading
             self._resynced = False
             ready = self.table.leadership_changed()
+            self.planner.room.reset()
+            self.evictor.reset()
             self.waiters.answer(ready, NOT_LEADER)
             log.info("leadership changed leading=%s", leading)
         if leading and not self._resynced and self.store.synced:

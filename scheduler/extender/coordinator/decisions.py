@@ -10,6 +10,9 @@ asks again. kube-scheduler's reactions decide the vocabulary:
   kube-scheduler backs the pod off for 1 s, 2 s, … 10 s and tries again, with no binding cycle.
 - ``Replan`` → the member has no usable plan: the coordinator re-plans it, then decides again.
 
+A member of a Preempting gang is refused on its planned node until the pods evicted for it are gone: a re-plan
+there would look elsewhere and evict again.
+
 A ready member is answered ``Retry`` rather than its node. Its node again would make kube-scheduler assume it, run
 Reserve/PreBind again and send a bind that can only wait again, and every bind answered ``Error`` makes
 kube-scheduler forget the assumed pod, which it treats as a pod deletion and wakes every parked pod in the cluster;
@@ -115,6 +118,8 @@ def decide_filter(
     if member.ready:
         return Retry(ready_message(key, member))
     node = member.planned
+    if node is not None and member.awaiting:
+        return _awaiting(key, member, node, candidates)
     if node is None:
         if member.state is GangState.RELEASING:
             return Retry(f"gang {member.gang} is being bound; {key} will be planned after")
@@ -164,6 +169,18 @@ def ready_message(key: str, member: MemberView) -> str:
         f"pod {key} is ready on {member.ready}; gang {member.gang} waits for {missing} more: {groups}; "
         "grove-extender binds it when the gang is complete"
     )
+
+
+def _awaiting(key: str, member: MemberView, node: str, candidates: Sequence[str]) -> FilterDecision:
+    """The member's planned node is still held by pods evicted for its gang (or already terminating). Not a
+    refusal of the node by kube-scheduler (a re-plan would look elsewhere and evict again): the pod waits, parked
+    until a pod deletion wakes it, or, once kube-scheduler's own view shows the node free before our watch does,
+    retried in a second."""
+    names = ", ".join(member.awaiting[:3]) + (", …" if len(member.awaiting) > 3 else "")
+    waiting = f"gang {member.gang} preempts: {len(member.awaiting)} pod(s) evicted for it still on {node} ({names})"
+    if node in candidates:
+        return Retry(f"{waiting}; pod {key} goes there once grove-extender sees them gone; retry")
+    return Refuse(f"{waiting}; pod {key} goes there once they are gone")
 
 
 def _unknown(key: str, request_uid: str, pod: PodFacts) -> str:

@@ -1,13 +1,16 @@
 """What the store's changes mean for the gangs: each becomes a ``GangTable`` transition, plus work for later.
 
 - a pod bound → ``member_bound_observed`` (its reservation becomes bound capacity);
-- a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten;
+- a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten; a pod
+  being deleted (``deletionTimestamp``: evicted, preempted) → ``member_gone`` already, its capacity freed only later;
 - a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
   rewritten by kube-scheduler after each failed attempt is not news);
 - a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
 - a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold);
 - a bound pod deleted or finished, ours or another scheduler's (a ``ForeignPod``) → ``capacity_freed``: a pod
-  refused for room would otherwise stay refused until unrelated news.
+  refused for room would otherwise stay refused until unrelated news; and ``victim_gone``: a gang that preempted
+  it stops waiting for it;
+- a PriorityClass changed → ``capacity_freed``: gangs' priorities, and so who yields to whom, may have changed.
 
 ``on_change`` runs on the store writer's thread (a watch, or an in-memory bind): it only calls transitions and
 queues work; the background worker plans and writes.
@@ -15,7 +18,7 @@ queues work; the background worker plans and writes.
 
 from __future__ import annotations
 
-from api.core import Node, Pod
+from api.core import Node, Pod, PriorityClass
 from api.grove import PodGang
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
@@ -51,6 +54,8 @@ class StoreEvents:
 
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
         if isinstance(obj, ForeignPod):
+            if event_type == "DELETED" or obj.terminal:
+                self._table.victim_gone(obj.key)
             if obj.node and (event_type == "DELETED" or obj.terminal):
                 self._table.capacity_freed()
         elif isinstance(obj, Pod):
@@ -59,12 +64,20 @@ class StoreEvents:
             self._podgang(event_type, obj)
         elif isinstance(obj, Node):
             self._node(event_type, obj)
+        elif isinstance(obj, PriorityClass):
+            self._table.capacity_freed()
 
     def _pod(self, event_type: EventType, pod: Pod) -> None:
         ref = gang_ref_of(pod)
-        if event_type == "DELETED" or pod.terminal or pod.spec.nodeName:
+        if event_type == "DELETED" or pod.terminal or pod.spec.nodeName or pod.deleting:
             self._pending.pop(pod.key, None)
+        if event_type != "DELETED" and pod.deleting and not pod.terminal:
+            # Evicted or deleted: no longer a member the gang can count on, though its node's capacity is held
+            # until the kubelet is done with it (the DELETED that follows frees it).
+            self._table.member_gone(ref.key, pod.key)
+            return
         if event_type == "DELETED" or pod.terminal:
+            self._table.victim_gone(pod.key)
             self._table.member_gone(ref.key, pod.key)
             if pod.spec.nodeName:
                 self._table.capacity_freed()  # its gang record may be gone (a solo pod, an expired gang)

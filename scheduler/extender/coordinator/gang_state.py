@@ -35,6 +35,7 @@ class GangState(StrEnum):
     WAITING = "Waiting"  # guaranteed pods missing or gated, or the PodGang does not exist yet
     INFEASIBLE = "Infeasible"  # no placement for the members still to place (the reason says why)
     PLANNED = "Planned"  # reservations held; members are filtered and become ready one by one
+    PREEMPTING = "Preempting"  # planned on capacity that lower-priority pods still hold: waiting for them to go
     RELEASING = "Releasing"  # the guarantee is met: the extender is binding the ready members
     BOUND = "Bound"  # every group has minReplicas members bound (best-effort extras may follow)
     PARTIALLY_BOUND = "PartiallyBound"  # some members bound, some group below minReplicas: being repaired
@@ -85,6 +86,7 @@ class GangRecord:
     binding: set[str] = field(default_factory=set)  # ready members whose bind is in flight
     releasing: bool = False
     excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # group → node → until (kube refused)
+    awaiting: dict[str, str] = field(default_factory=dict)  # pod → node: pods the plan needs gone (its victims)
     placement_score: float | None = None
     structure: int = 0  # grows when a member loses its place (gone, readiness dropped): older plans do not apply
     news: int = 0  # grows when a member appears or changes, or the PodGang changes: decisions may be outdated
@@ -118,6 +120,8 @@ class GangRecord:
             return GangState.BOUND
         if self.bound:
             return GangState.PARTIALLY_BOUND
+        if self.awaiting and self.plan_status is PlanStatus.PLANNED:
+            return GangState.PREEMPTING
         return GangState(self.plan_status.value)
 
     def counts(self) -> tuple[GroupCount, ...]:
@@ -171,6 +175,7 @@ class GangRecord:
             ],
             "plan": dict(self.plan),
             "ready": sorted(self.ready),
+            "awaiting": dict(sorted(self.awaiting.items())),
             "placementScore": self.placement_score,
             "reservationAgeSeconds": round(now - reserved_since, 3) if reserved_since is not None else None,
             "reason": self.refusal,
@@ -200,6 +205,7 @@ class MemberView:
     group: str | None
     complete: bool
     counts: tuple[GroupCount, ...]
+    awaiting: tuple[str, ...] = ()  # pods still to go from the planned node before the member can go there
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,7 @@ class PlanBasis:
     structure: int
     news: int
     epoch: int
+    plans: int  # grows with every plan committed (capacity taken by some gang's reservations)
     plan: Mapping[str, str]
     ready: Mapping[str, str]
     bound: Mapping[str, str]

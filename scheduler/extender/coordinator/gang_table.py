@@ -8,12 +8,18 @@ The state is derived from the facts (``GangRecord.state``), so it cannot disagre
 
                  planned                         member_ready (every group: bound + ready ≥ minReplicas)
     (none) ───────────────────► Planned ─────────────────────────────────────────► Releasing
+      │ preempting: planned on    ▲ │ yielded (to a higher-priority gang): back to Waiting
+      │ victims' capacity         │ ▼
+      └──────────────► Preempting ┘ victim_gone (the last one) ; preemption_abandoned → Waiting
       │  waiting / infeasible   ▲  │ ▲                                              │ release_finished
       ▼                         │  │ │ node_refused / unplanned: re-plan those      ├── all bound ─────► Bound
     Waiting ◄──► Infeasible ────┘  │ │ members (exclusion, capacity gone)           └── some bound ──► PartiallyBound
       ▲   planned when plannable   │ └──────────────────────────────────────────────────────────┐          │
       └────── expire (TTL), ───────┘   bind failed (retried) / member gone (re-planned) ─────────┘          │
               podgang_deleted, leadership_changed drop the record        repaired: ready again → Releasing ◄┘
+
+Preempting is Planned with pods still to go (``awaiting``: the victims evicted for the plan, or pods already
+terminating on its nodes); its members are refused on those nodes until the pods are gone.
 
 A gang found with bound members below ``minReplicas`` (a restart after a cut release, a member lost) is
 PartiallyBound from its first plan on. Bound members are facts; plans, readiness and reservations are not, and
@@ -60,9 +66,11 @@ class GangTable:
         self._gangs: dict[str, GangRecord] = {}
         self._book = ReservationBook()
         self._epoch = 0  # grows whenever capacity may have been freed: a refusal may not hold any more
+        self._plans = 0  # grows whenever a plan is committed: reservations that could yield to a higher gang
         # Member news of gangs without a record yet: a member that arrives while the gang's first plan is under way
         # must make that plan's decision stale, or a "not created yet" refusal would hold until capacity frees.
         self._news_before_record: dict[str, int] = {}
+        self._awaited_by: dict[str, str] = {}  # pod a preempting gang waits to see gone → that gang
         self._listeners: list[StateListener] = []
         self._plan_listeners: list[PlanListener] = []
 
@@ -80,18 +88,20 @@ class GangTable:
             if g is None:
                 return None
             ready = g.ready.get(pod)
+            planned = g.plan.get(pod)
             return MemberView(
                 gang=gang,
                 state=g.state,
                 refusal=g.refusal,
                 transient=g.transient,
                 stale=not self._fresh(g),
-                planned=g.plan.get(pod),
+                planned=planned,
                 ready=ready.node if ready else None,
                 bound=g.bound.get(pod),
                 group=g.groups.get(pod),
                 complete=g.complete,
                 counts=g.counts(),
+                awaiting=tuple(sorted(p for p, node in g.awaiting.items() if node == planned)) if planned else (),
             )
 
     def planning_basis(self, ref: GangRef, *, now: float) -> PlanBasis:
@@ -103,6 +113,7 @@ class GangTable:
                 structure=g.structure if g else 0,
                 news=g.news if g else self._news_before_record.get(ref.key, 0),
                 epoch=self._epoch,
+                plans=self._plans,
                 plan=dict(g.plan) if g else {},
                 ready={pod: member.node for pod, member in g.ready.items()} if g else {},
                 bound=dict(g.bound) if g else {},
@@ -173,6 +184,7 @@ class GangTable:
             g = self._record(ref)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, transient
             g.decided = (basis.structure, basis.news, basis.epoch)
+            self._stop_awaiting(g)
             g.plan = {pod: member.node for pod, member in g.ready.items()}
             g.replans += 1
             self._keep_reservations(g, set(g.ready))
@@ -184,6 +196,7 @@ class GangTable:
             g = self._record(ref)
             g.plan_status, g.refusal, g.transient = PlanStatus.INFEASIBLE, reason, False
             g.decided = (basis.structure, basis.news, basis.epoch) if proven else None
+            self._stop_awaiting(g)
             for pod in list(g.ready):
                 g.unset_ready(pod)
             g.plan = {}
@@ -194,35 +207,138 @@ class GangTable:
         """Install a plan, unless the gang moved past its basis (a member lost, or one became ready on another
         node than this plan gives it): then the caller plans again."""
         with self._changing(ref.key):
-            g = self._gangs.get(ref.key)
-            if g is not None and g.structure != basis.structure:
-                return False
-            moved = [
-                pod
-                for pod, member in (g.ready.items() if g else ())
-                if commit.assignment.get(pod, commit.kept.get(pod)) != member.node
+            installed = self._install(ref, commit=commit, basis=basis, now=now)
+            if installed:
+                self._stop_awaiting(self._gangs[ref.key])
+            return installed
+
+    def _install(self, ref: GangRef, *, commit: PlanCommit, basis: PlanBasis, now: float) -> bool:
+        """Under the lock: ``planned``'s work, shared with ``preempting``."""
+        g = self._gangs.get(ref.key)
+        if g is not None and g.structure != basis.structure:
+            return False
+        moved = [
+            pod
+            for pod, member in (g.ready.items() if g else ())
+            if commit.assignment.get(pod, commit.kept.get(pod)) != member.node
+        ]
+        if any(pod not in basis.ready for pod in moved):
+            return False  # became ready on a node this plan gives away: plan again around it
+        g = self._record(ref)
+        for pod in moved:
+            g.unset_ready(pod)  # the planner moved it knowingly: it must reach bind for its new node
+        g.set_groups(commit.groups, commit.min_replicas)
+        for pod, node in commit.bound.items():
+            if pod not in g.bound:
+                g.set_bound(pod, node)
+        g.plan = {**commit.kept, **commit.assignment}
+        g.replans += 1
+        statement = self._book.statement(ref.key)
+        for pod, node in g.plan.items():
+            demand = commit.demands.get(pod) or basis.held.get(pod)
+            statement.reserve(pod=pod, node=node, demand=demand or {})
+        statement.commit(now=now, ttl=commit.ttl_seconds)
+        self._plans += 1
+        g.plan_status, g.refusal, g.transient = PlanStatus.PLANNED, "", False
+        g.decided = (g.structure, basis.news, self._epoch)
+        if commit.assignment:
+            g.placement_score = commit.placement_score
+        return True
+
+    # --- priority: reservations that yield, plans that wait for victims -------------------------------------------
+
+    def started(self, gang: str) -> bool:
+        """Whether the gang has begun binding (a member ready or bound, or a release under way): from then on its
+        reservations are not given to another gang."""
+        with self._lock:
+            g = self._gangs.get(gang)
+            return g is not None and bool(g.ready or g.bound or g.releasing)
+
+    def refused(self) -> list[GangRef]:
+        """Gangs whose last plan refused them (Waiting for a reason that does not pass by itself, or Infeasible)
+        and that hold nothing: what a gang of higher priority may make room for."""
+        with self._lock:
+            return [
+                g.ref
+                for g in self._gangs.values()
+                if g.state in (GangState.WAITING, GangState.INFEASIBLE) and not g.transient and not g.plan
             ]
-            if any(pod not in basis.ready for pod in moved):
-                return False  # became ready on a node this plan gives away: plan again around it
-            g = self._record(ref)
-            for pod in moved:
-                g.unset_ready(pod)  # the planner moved it knowingly: it must reach bind for its new node
-            g.set_groups(commit.groups, commit.min_replicas)
-            for pod, node in commit.bound.items():
-                if pod not in g.bound:
-                    g.set_bound(pod, node)
-            g.plan = {**commit.kept, **commit.assignment}
+
+    def reserved_gangs(self) -> list[tuple[GangRef, dict[str, tuple[str, dict[str, int]]]]]:
+        """Every gang holding reservations and not started, with pod → (node, demand) of each: what a gang of
+        higher priority may take (``yielded``)."""
+        with self._lock:
+            return [
+                (g.ref, {pod: (r.node, dict(r.demand)) for pod, r in held.items()})
+                for key, g in self._gangs.items()
+                if not (g.ready or g.bound or g.releasing) and (held := self._book.of_gang(key))
+            ]
+
+    def yielded(self, gang: str, *, reason: str) -> bool:
+        """The gang gives its reservations to a gang of higher priority and waits (``reason`` says for whom); it
+        is planned again when capacity frees. False, and nothing changes, if it started binding meanwhile."""
+        with self._changing(gang):
+            g = self._gangs.get(gang)
+            if g is None or g.ready or g.bound or g.releasing:
+                return False
+            self._stop_awaiting(g)
+            g.plan = {}
             g.replans += 1
-            statement = self._book.statement(ref.key)
-            for pod, node in g.plan.items():
-                demand = commit.demands.get(pod) or basis.held.get(pod)
-                statement.reserve(pod=pod, node=node, demand=demand or {})
-            statement.commit(now=now, ttl=commit.ttl_seconds)
-            g.plan_status, g.refusal, g.transient = PlanStatus.PLANNED, "", False
-            g.decided = (g.structure, basis.news, self._epoch)
-            if commit.assignment:
-                g.placement_score = commit.placement_score
+            self._keep_reservations(g, set())
+            g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
+            g.decided = (g.structure, g.news, self._epoch)
             return True
+
+    def preempting(
+        self, ref: GangRef, *, commit: PlanCommit, basis: PlanBasis, awaiting: Mapping[str, str], now: float
+    ) -> bool:
+        """Install a plan made on capacity that ``awaiting`` pods (pod → node) still hold: victims being evicted for
+        it, or pods already terminating. Reservations are held as for ``planned``; until the pods are gone
+        (``victim_gone``) the gang is Preempting and its members are refused on those nodes."""
+        with self._changing(ref.key):
+            if not self._install(ref, commit=commit, basis=basis, now=now):
+                return False
+            g = self._gangs[ref.key]
+            self._stop_awaiting(g)
+            for pod, node in awaiting.items():
+                g.awaiting[pod] = node
+                self._awaited_by[pod] = ref.key
+            return True
+
+    def awaiting(self, gang: str) -> dict[str, str]:
+        """Pod → node of what the gang's plan still waits to see gone."""
+        with self._lock:
+            g = self._gangs.get(gang)
+            return dict(g.awaiting) if g else {}
+
+    def victim_gone(self, pod: str) -> None:
+        """The store no longer has the pod: a gang waiting for it stops waiting (Preempting → Planned once the
+        last one is gone)."""
+        with self._lock:
+            gang = self._awaited_by.get(pod)
+        if gang is None:
+            return
+        with self._changing(gang):
+            self._awaited_by.pop(pod, None)
+            g = self._gangs.get(gang)
+            if g is not None and g.awaiting.pop(pod, None) is not None:
+                g.replans += 1  # its members may go to their nodes now: the plan listeners hear it
+
+    def preemption_abandoned(self, gang: str, *, reason: str) -> None:
+        """The pods the plan waits for will not go (a PodDisruptionBudget refused, they never terminated): give
+        the plan back and wait, saying why. Planned again when capacity frees or the gang changes."""
+        with self._changing(gang):
+            g = self._gangs.get(gang)
+            if g is None or not g.awaiting:
+                return
+            self._stop_awaiting(g)
+            for pod in list(g.ready):
+                g.unset_ready(pod)
+            g.plan = {}
+            g.replans += 1
+            self._keep_reservations(g, set())
+            g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
+            g.decided = (g.structure, g.news, self._epoch)
 
     # --- what filter learns ------------------------------------------------------------------------------------
 
@@ -373,6 +489,7 @@ class GangTable:
                 if g is None or not g.bound:
                     self._drop(gang)
                     continue
+                self._stop_awaiting(g)
                 for pod in list(g.ready):
                     g.unset_ready(pod)
                 g.plan = {}
@@ -429,7 +546,16 @@ class GangTable:
             self._book.release_pod(pod)
             self._epoch += 1
 
+    def _stop_awaiting(self, g: GangRecord) -> None:
+        for pod in g.awaiting:
+            if self._awaited_by.get(pod) == g.key:
+                del self._awaited_by[pod]
+        g.awaiting.clear()
+
     def _drop(self, gang: str) -> None:
+        g = self._gangs.get(gang)
+        if g is not None:
+            self._stop_awaiting(g)
         self._gangs.pop(gang, None)
         self._news_before_record.pop(gang, None)
         if self._book.release_gang(gang):

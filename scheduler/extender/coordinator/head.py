@@ -30,7 +30,8 @@ from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.coordinator.solving import Translated, free_capacity, translate
 from scheduler.extender.coordinator.topology_cache import TopologyCache
 from scheduler.extender.state.store import ClusterStore
-from scheduler.extender.translation.gang_request import GangNotReady, GangRequestError, gang_priority
+from scheduler.extender.translation.gang_request import GangNotReady, GangRequestError
+from scheduler.extender.translation.priority import gang_priority
 
 __all__ = ["HeadPlanner"]
 
@@ -103,7 +104,8 @@ class HeadPlanner:
             members = gang_members(self._store, queued)
             if isinstance(members, str):
                 continue  # its PodGang went away meanwhile
-            priority = gang_priority(pod for group in members.groups for pod in group.pods)
+            pods = (pod for group in members.groups for pod in group.pods)
+            priority = gang_priority(members.podgang, pods, self._store).value
             candidates.append((-priority, position, queued, members))
         candidates.sort(key=lambda c: (c[0], c[1]))  # by priority, then age: plan_batch's own order
         waiting: list[_Waiting] = []

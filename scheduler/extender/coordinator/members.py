@@ -48,11 +48,17 @@ class GroupMembers:
     missing: tuple[str, ...]  # referenced pod keys not (yet) in the store
 
     def bound(self) -> list[Pod]:
-        return [pod for pod in self.pods if pod.spec.nodeName and not pod.terminal]
+        """Members running on a node: bound, not finished, not being deleted (a member being evicted or deleted
+        is gone as far as the gang's guarantee goes, though its node's capacity is not free yet)."""
+        return [pod for pod in self.pods if pod.spec.nodeName and not pod.terminal and not pod.deleting]
 
     def pending(self) -> list[Pod]:
-        """Pods waiting for a node: exist, ungated, unbound, not finished."""
-        return [pod for pod in self.pods if not pod.spec.nodeName and not pod.gated and not pod.terminal]
+        """Pods waiting for a node: exist, ungated, unbound, not finished, not being deleted."""
+        return [
+            pod
+            for pod in self.pods
+            if not pod.spec.nodeName and not pod.gated and not pod.terminal and not pod.deleting
+        ]
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,21 @@ class CoordinatorMetrics:
             "CP-SAT models solved for queue heads (none when the greedy plan meets the head's lower bound).",
             registry=registry,
         )
+        self.preemptions = Counter(
+            "grove_extender_preemptions_total",
+            "Attempts to make room for a gang of higher priority, by outcome: yielded (reservations of gangs not "
+            "started gave way, nothing evicted), evicting (lower-priority pods are being evicted), none (nothing "
+            "below it could make room), abandoned (a PodDisruptionBudget refused, or victims never went).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.evictions = Counter(
+            "grove_extender_evictions_total",
+            "Pods evicted for a gang of higher priority, by result: evicted, refused (a PodDisruptionBudget, at "
+            "the dry run: nothing of that preemption is evicted), failed (retried while the gang waits).",
+            ["result"],
+            registry=registry,
+        )
         self.reservations_expired = Counter(
             "grove_extender_reservations_expired_total", "Gang reservations dropped by their TTL.", registry=registry
         )

@@ -11,6 +11,10 @@ The rules:
 - a member is nominated when a plan places it on a node it is not nominated to, unless its bind call has arrived
   already (kube-scheduler is done with it), and cleared when it loses its plan without a new one (the gang waits,
   is infeasible or expired, the PodGang went away) while it is still pending;
+- a nomination another component wrote (kube-scheduler's own, after a preemption of its own) is never overwritten
+  (KEP-5278: the component that sets ``nominatedNodeName`` owns it): a pod whose nomination we did not write is left
+  alone. The check reads the store, so a write racing it can still be overwritten; and after a restart or a change
+  of leader, nominations the previous leader wrote count as another component's;
 - at most one write per pod is in flight; a newer wish waits for it and goes next, so writes never land out of order;
 - a failed write is not retried: a nomination is a hint, and without it kube-scheduler scans every node as before.
   kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way;
@@ -97,9 +101,13 @@ class Nominator:
             return {pod: node for pod, node in self._shown.items() if node}
 
     def _pending(self, pod: str, node: str) -> Nomination | None:
-        """The nomination of ``node`` for ``pod`` if the pod still waits for a node, else None."""
+        """The nomination of ``node`` for ``pod`` if the pod still waits for a node and no other component nominated
+        it (KEP-5278: whoever sets a pod's nominatedNodeName owns it), else None."""
         stored = self._store.pod(pod)
         if stored is None or stored.spec.nodeName or not stored.metadata.uid:
+            return None
+        theirs = stored.status.nominatedNodeName
+        if node and theirs and theirs != node and theirs != self._shown.get(pod) and pod not in self._in_flight:
             return None
         return Nomination(stored.metadata.namespace, stored.metadata.name, stored.metadata.uid, node)
 

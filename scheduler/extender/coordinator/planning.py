@@ -1,7 +1,8 @@
 """Turning a gang into a plan: read the table's basis, resolve members from the store, solve, commit a transition.
 
 A gang waiting for its first placement beside others is planned with them, the head of the queue in one model
-(``head``, ``serve --batch-size``); what follows is the one-gang planning every other plan uses.
+(``head``, ``serve --batch-size``); what follows is the one-gang planning every other plan uses. A gang refused for
+room may then have lower-priority work make way for it (``making_room``), under the same lock.
 
 Plans run one at a time (in worker threads, or inline where the caller says so): each reads the reservations the
 previous one committed, which is what keeps two gangs off the same GPUs. A re-plan disturbs as little as it can:
@@ -18,9 +19,11 @@ from dataclasses import dataclass
 
 from placement.request import Result, SolveOptions, Status
 from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
+from scheduler.extender.coordinator.evictions import Evictor
 from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.head import HeadPlanner
+from scheduler.extender.coordinator.making_room import RoomMaker, RoomSettings
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.coordinator.solving import PlanOutcome, Solver, plan_gang
@@ -57,6 +60,8 @@ class Planner:
         metrics: CoordinatorMetrics,
         clock: Callable[[], float],
         topologies: TopologyCache,
+        evictor: Evictor,
+        room: RoomSettings,
         batch_size: int = 1,
     ) -> None:
         self._store = store
@@ -73,6 +78,19 @@ class Planner:
             table=table,
             options=options,
             size=batch_size,
+            window=window,
+            metrics=metrics,
+            clock=clock,
+            topologies=topologies,
+            eligibility=self._eligibility,
+        )
+        self.room = RoomMaker(
+            store=store,
+            table=table,
+            solver=solver,
+            evictor=evictor,
+            options=options,
+            settings=room,
             window=window,
             metrics=metrics,
             clock=clock,
@@ -102,6 +120,16 @@ class Planner:
                 left = self._busy.pop(ref.key) - 1
                 if left:
                     self._busy[ref.key] = left
+
+    def make_room(self, ref: GangRef) -> bool:
+        """If the gang was refused for room, let lower-priority work make way for it (``making_room``); True when
+        it got a plan. Serialised with every plan: both read and write the reservations."""
+        with self._serial:
+            return self.room.try_for(ref)
+
+    def sweep_refused(self) -> None:
+        """Give every refused gang that may preempt something another chance to have room made (the tick)."""
+        self.room.sweep(self.make_room)
 
     def _plan(self, ref: GangRef, *, force: bool, for_pod: str | None) -> str | None:
         for _ in range(_MAX_ATTEMPTS):

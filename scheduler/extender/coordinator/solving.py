@@ -115,10 +115,10 @@ def translate(
         if solo is None:
             raise GangNotReady(f"pod {members.ref.namespace}/{members.ref.name} does not exist")
         request = single_pod_request(solo, nodes, group=SOLO_GROUP, placed=facts, excluded=excluded,
-                                     requests=store.requests_of, eligible=eligible)  # fmt: skip
+                                     requests=store.requests_of, eligible=eligible, classes=store)  # fmt: skip
     else:
         request = gang_request(members.podgang, pods, nodes, placed=facts, excluded=excluded, only=only,
-                               requests=store.requests_of, eligible=eligible)  # fmt: skip
+                               requests=store.requests_of, eligible=eligible, classes=store)  # fmt: skip
     return Translated(
         request,
         demands={key: store.requests_of(pods[key]) for group in request.groups for key in group.pods},
@@ -134,12 +134,15 @@ def free_capacity(
     members: GangMembers | None = None,
     placed: Mapping[str, str] | None = None,
     bound: Mapping[str, str] | None = None,
+    coming: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Mapping[str, int]]:
     """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
     gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
     bound yet (``bound``), floored at zero (as ``cluster_view.free_capacity``, on the store's parsed vectors:
-    parsing every node's quantities on every plan would cost more than the solve). Only nodes with something
-    taken get a vector of their own; every other node shares the store's allocatable, so do not modify them."""
+    parsing every node's quantities on every plan would cost more than the solve). ``coming``: units per node that
+    pods already being deleted will free, added before the floor (a preemption may count on them; reservations
+    made on them already must not be counted twice). Only nodes with something taken get a vector of their own;
+    every other node shares the store's allocatable, so do not modify them."""
     allocatable, used = store.capacity()
     own: dict[str, ResourceVector] = {}
     placed = placed or {}
@@ -149,17 +152,21 @@ def free_capacity(
             node = placed.get(pod.key) or (bound.get(pod.key) if not pod.spec.nodeName else None)
             if node:
                 _add(own.setdefault(node, {}), store.requests_of(pod))
+    coming = coming or {}
     free: dict[str, Mapping[str, int]] = dict(allocatable)
     for name in used.keys() | reserved.keys() | own.keys():
         vector = allocatable.get(name)
         if vector is None:
             continue  # a node the store no longer has (or not yet): nothing to place on
         left = dict(vector)
+        for resource, units in coming.get(name, {}).items():
+            if resource in left:
+                left[resource] += units
         for source in (used, reserved, own):
             for resource, units in source.get(name, {}).items():
                 if resource in left:
-                    left[resource] = max(0, left[resource] - units)
-        free[name] = left
+                    left[resource] = left[resource] - units
+        free[name] = {resource: max(0, units) for resource, units in left.items()}
     return free
 
 

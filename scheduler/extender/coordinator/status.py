@@ -13,7 +13,14 @@ from api.grove import PodGang
 from scheduler.extender.coordinator.gang_state import GroupCount
 from scheduler.extender.coordinator.members import GangMembers
 
-__all__ = ["bound_counts", "partially_bound_status", "running_status", "scheduled_status", "unscheduled_status"]
+__all__ = [
+    "bound_counts",
+    "partially_bound_status",
+    "preempted_status",
+    "running_status",
+    "scheduled_status",
+    "unscheduled_status",
+]
 
 
 def _with_phase(podgang: PodGang, status: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +73,12 @@ def partially_bound_status(podgang: PodGang, *, counts: Sequence[GroupCount], no
 def unscheduled_status(podgang: PodGang, *, reason: str, now: datetime) -> dict[str, Any]:
     condition = _condition("False", "Unscheduled", reason or "no member is bound", now)
     return _with_phase(podgang, {"conditions": _conditions_with(podgang, condition)})
+
+
+def preempted_status(podgang: PodGang, *, message: str, now: datetime) -> dict[str, Any]:
+    """A gang evicted whole for one of higher priority: pending again, ``Scheduled=False, reason=Preempted``."""
+    condition = _condition("False", "Preempted", message, now)
+    return {"phase": "Pending", "conditions": _conditions_with(podgang, condition)}
 
 
 def running_status(members: GangMembers) -> dict[str, Any] | None:

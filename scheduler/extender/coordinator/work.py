@@ -13,11 +13,12 @@ from scheduler.extender.coordinator.members import GangRef
 
 __all__ = ["Kind", "Work", "WorkQueue"]
 
-Kind = Literal["plan", "running", "report", "nominate"]
+Kind = Literal["plan", "running", "report", "nominate", "preempt", "evict"]
 Work = tuple[Kind, GangRef]
 """plan: plan the gang ahead of kube-scheduler's filter; running: its pods may all run now (PodGang phase);
 report: its state changed in a way the PodGang's status shows (Scheduled, PartiallyBound); nominate: its plan
-changed, so its pods' nominatedNodeName may have to follow."""
+changed, so its pods' nominatedNodeName may have to follow; preempt: it was refused for room, and lower-priority
+work may make way for it; evict: a preemption decided for it has victims to evict."""
 
 
 class WorkQueue:

@@ -28,6 +28,10 @@ def _same_resources(old: Pod, new: Pod) -> bool:
     )
 
 
+def _deleting(pod: Pod | ForeignPod) -> bool:
+    return pod.deleting
+
+
 def _node_held(pod: Pod | ForeignPod) -> str:
     """The node whose capacity the pod holds ("" when it holds none: pending or finished)."""
     if pod.terminal:
@@ -43,6 +47,7 @@ class PodIndex:
         self.by_gang: dict[str, set[str]] = {}
         self.requests: dict[str, ResourceVector] = {}  # our pods; a ForeignPod carries its own
         self.used: dict[str, ResourceVector] = {}
+        self.placements = 0  # grows whenever a pod starts holding a node's capacity, or a held pod changes
 
     def __contains__(self, key: str) -> bool:
         return key in self.ours or key in self.foreign
@@ -61,6 +66,8 @@ class PodIndex:
             reuse = self.requests.get(key)
         if old is not None:
             self._unindex(key, old)
+        if _node_held(pod) and (old is None or _node_held(old) != _node_held(pod) or _deleting(old) != _deleting(pod)):
+            self.placements += 1
         self._index(key, pod, requests=reuse)
 
     def pop(self, key: str) -> Pod | ForeignPod:

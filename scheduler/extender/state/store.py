@@ -1,4 +1,4 @@
-"""``ClusterStore``: the extender's mirror of the API server's Nodes, Pods and PodGangs.
+"""``ClusterStore``: the extender's mirror of the API server's Nodes, Pods, PodGangs and PriorityClasses.
 
 Writers are the watch threads (or a snapshot load) calling ``replace``/``apply``; readers are the coordinator on the
 event loop and in planning threads. One lock guards every map; objects are never mutated in place (a change is a
@@ -20,17 +20,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from api.core import Node, Pod, ResourceVector
+from api.core import Node, Pod, PriorityClass, ResourceVector
 from api.grove import PodGang
 from scheduler.extender.state.pod_index import PodIndex
 from scheduler.kube.foreign import ForeignPod, OurPods
 
 __all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "Stored", "node_shape"]
 
-Kind = Literal["Node", "Pod", "PodGang"]
+Kind = Literal["Node", "Pod", "PodGang", "PriorityClass"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 StoreListener = Callable[[Kind, EventType, object], None]
-Stored = Node | Pod | ForeignPod | PodGang
+Stored = Node | Pod | ForeignPod | PodGang | PriorityClass
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,14 @@ class ClusterStore:
         self._nodes: dict[str, Node] = {}
         self._pods = PodIndex()
         self._gangs: dict[str, PodGang] = {}
+        self._classes: dict[str, PriorityClass] = {}
         self._allocatable: dict[str, ResourceVector] = {}
         self._shapes: dict[str, NodeShape] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
         self._node_version = 0
         self._synced = False
-        self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0}  # watch events applied, by kind
+        self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0, "PriorityClass": 0}  # by kind
 
     # --- writes ------------------------------------------------------------------------------------------------
 
@@ -145,6 +146,12 @@ class ClusterStore:
         return self._version
 
     @property
+    def placements(self) -> int:
+        """Grows whenever a pod, ours or another scheduler's, starts holding a node's capacity (bound, or seen bound
+        for the first time) or starts being deleted there: what a gang refused for room may now preempt."""
+        return self._pods.placements
+
+    @property
     def node_version(self) -> int:
         """Grows only when a Node appears, goes, or changes what placement reads of it (``node_shape``): a
         topology built at one node version stays valid until the next; a heartbeat does not move it."""
@@ -172,6 +179,11 @@ class ClusterStore:
         """One of our pods; ``None`` for a pod the store does not hold or holds as a ``ForeignPod``."""
         return self._pods.ours.get(key)
 
+    def any_pod(self, key: str) -> Pod | ForeignPod | None:
+        """The pod as the store keeps it, ours or another scheduler's."""
+        with self._lock:
+            return self._pods.get(key)
+
     def foreign_pods(self) -> list[ForeignPod]:
         with self._lock:
             return list(self._pods.foreign.values())
@@ -188,6 +200,16 @@ class ClusterStore:
 
     def podgang(self, key: str) -> PodGang | None:
         return self._gangs.get(key)
+
+    def priority_class(self, name: str) -> PriorityClass | None:
+        return self._classes.get(name)
+
+    def default_priority_class(self) -> PriorityClass | None:
+        """The class marked ``globalDefault`` (the API server admits at most one; of several, the lowest value,
+        as its admission plugin picks)."""
+        with self._lock:
+            defaults = [c for c in self._classes.values() if c.globalDefault]
+        return min(defaults, key=lambda c: (c.value, c.name), default=None)
 
     def pods_of_gang(self, gang_key: str) -> list[Pod]:
         """Pods labelled ``grove.io/podgang=<gang>`` in the gang's namespace (whether or not the PodGang lists them)."""
@@ -221,7 +243,7 @@ class ClusterStore:
 
     @staticmethod
     def _key(obj: Stored) -> str:
-        if isinstance(obj, Node):
+        if isinstance(obj, Node | PriorityClass):
             return obj.name
         return obj.key
 
@@ -236,6 +258,8 @@ class ClusterStore:
             return list(self._nodes)
         if kind == "Pod":
             return self._pods.keys()
+        if kind == "PriorityClass":
+            return list(self._classes)
         return list(self._gangs)
 
     def _has(self, kind: Kind, key: str) -> bool:
@@ -243,6 +267,8 @@ class ClusterStore:
             return key in self._nodes
         if kind == "Pod":
             return key in self._pods
+        if kind == "PriorityClass":
+            return key in self._classes
         return key in self._gangs
 
     def _upsert(self, key: str, obj: Stored) -> None:
@@ -257,6 +283,8 @@ class ClusterStore:
                 self._shapes[key] = shape
                 self._allocatable[key] = allocatable
             self._nodes[key] = obj
+        elif isinstance(obj, PriorityClass):
+            self._classes[key] = obj
         else:
             self._gangs[key] = obj
 
@@ -269,6 +297,8 @@ class ClusterStore:
             self._allocatable.pop(key, None)
             self._shapes.pop(key, None)
             return self._nodes.pop(key)
+        if kind == "PriorityClass":
+            return self._classes.pop(key)
         return self._gangs.pop(key)
 
     def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:

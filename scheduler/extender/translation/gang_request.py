@@ -11,8 +11,9 @@ One documented way for what Grove's templates make rare:
 - **Pods of one group that ask for different amounts** are planned at the per-resource peak of the pods still to
   place: every pod fits where the plan puts it (a smaller one leaves a little unused), and the gang is not held
   up forever by a hand-edited pod.
-- **Priority** is the highest ``spec.priority`` among the gang's pods (Grove does not copy the PodCliqueSet's
-  priority class into pods, so pods may carry none: then 0, as the API defaults it).
+- **Priority** is the PodGang's ``spec.priorityClassName`` resolved through the cluster's PriorityClasses (Grove
+  does not copy the class into pods), else the highest ``spec.priority`` among the gang's pods, else the default
+  class's: the rule of ``translation.priority``, handed the classes by the caller.
 - **A group config naming a group the gang does not have** is refused, naming the config and the group: a pack
   the user wrote is never silently narrowed.
 - **A referenced pod that does not exist (yet)** is left out; the gang is not plannable yet
@@ -36,6 +37,7 @@ from api.core import Node, Pod
 from api.grove import LABEL_PODGANG, MNNVL_CLAIM, PodGang, PodGangTopologyConstraint
 from placement.request import GangRequest, GroupRequest, PackScope
 from scheduler.extender.translation.eligibility import eligible_nodes
+from scheduler.extender.translation.priority import NO_CLASSES, PriorityClasses, gang_priority
 from topology import DEFAULT_LEVELS
 
 # The label keys of one multi-node NVLink domain, in the order the default topology levels prefer them.
@@ -105,11 +107,6 @@ def _peak(vectors: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return peak
 
 
-def gang_priority(pods: Iterable[Pod]) -> int:
-    """A gang's priority from its pods (the rule in the module docstring): what orders a queue of gangs."""
-    return max((pod.spec.priority for pod in pods if pod.spec.priority is not None), default=0)
-
-
 def gang_request(
     gang: PodGang,
     pods: Mapping[str, Pod],
@@ -121,6 +118,7 @@ def gang_request(
     gated: bool = False,
     requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
     eligible: Eligibility | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> GangRequest:
     """The request for what is left of ``gang``. ``pods`` maps pod keys (``ns/name``) to the members that exist;
     ``placed`` maps members assumed on a node (not bound yet) to it; ``excluded`` maps a group to nodes
@@ -128,7 +126,8 @@ def gang_request(
     (a best-effort extra of a gang that already stands); ``gated``: count gated pods as waiting too (what the
     gang will ask for, as a summary shows it, rather than what can be placed now); ``requests``: a pod's summed
     requests (the extender passes its store's cached ones); ``eligible``: the nodes a pod may run on, judged on
-    ``nodes`` (the extender passes answers it keeps while the nodes do not change)."""
+    ``nodes`` (the extender passes answers it keeps while the nodes do not change); ``classes``: the cluster's
+    PriorityClasses, which the PodGang's ``priorityClassName`` names."""
     where = f"PodGang {gang.key}"
     names = [group.name for group in gang.spec.podgroups]
     if len(set(names)) != len(names):
@@ -153,6 +152,7 @@ def gang_request(
         scopes=scopes,
         nodes=nodes,
         known=_Known(placed or {}, excluded or {}, only, gated, requests, eligible or _every_node(nodes)),
+        priority=gang_priority(gang, (pod for group in members for pod in group.pods), classes).value,
     )
 
 
@@ -188,6 +188,7 @@ def _translate(
     scopes: Sequence[PackScope],
     nodes: Sequence[Node],
     known: _Known,
+    priority: int,
 ) -> GangRequest:
     node_of = {pod.key: node for group in members for pod in group.pods if (node := _placed_on(pod, known.placed))}
     groups: list[GroupRequest] = []
@@ -236,7 +237,7 @@ def _translate(
         name=name,
         groups=tuple(groups),
         packs=packs,
-        priority=gang_priority(pod for group in members for pod in group.pods),
+        priority=priority,
     )
 
 
@@ -328,6 +329,7 @@ def single_pod_request(
     excluded: Mapping[str, frozenset[str]] | None = None,
     requests: Callable[[Pod], Mapping[str, int]] = Pod.requests,
     eligible: Eligibility | None = None,
+    classes: PriorityClasses = NO_CLASSES,
 ) -> GangRequest:
     """A pod of no PodGang is a gang of one: one group of one pod, guaranteed, named ``group`` (else the pod's
     name). The other arguments are :func:`gang_request`'s; a pod bound or placed leaves nothing to plan."""
@@ -339,20 +341,26 @@ def single_pod_request(
         scopes=(),
         nodes=nodes,
         known=_Known(placed or {}, excluded or {}, None, False, requests, eligible or _every_node(nodes)),
+        priority=gang_priority(None, (pod,), classes).value,
     )
 
 
 def request_for_pod(
-    pod: Pod, *, podgangs: Mapping[str, PodGang], pods: Mapping[str, Pod], nodes: Sequence[Node]
+    pod: Pod,
+    *,
+    podgangs: Mapping[str, PodGang],
+    pods: Mapping[str, Pod],
+    nodes: Sequence[Node],
+    classes: PriorityClasses = NO_CLASSES,
 ) -> GangRequest:
     """The request ``pod`` is planned in: its PodGang's (``podgangs`` keyed ``ns/name``), or a gang of one."""
     gang_name = pod.metadata.labels.get(LABEL_PODGANG)
     if not gang_name:
-        return single_pod_request(pod, nodes)
+        return single_pod_request(pod, nodes, classes=classes)
     gang = podgangs.get(f"{pod.metadata.namespace}/{gang_name}")
     if gang is None:
         raise GangRequestError(
             f"pod {pod.key}: label {LABEL_PODGANG}={gang_name} names PodGang "
             f"{pod.metadata.namespace}/{gang_name}, which does not exist (yet)"
         )
-    return gang_request(gang, pods, nodes)
+    return gang_request(gang, pods, nodes, classes=classes)

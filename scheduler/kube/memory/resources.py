@@ -23,6 +23,7 @@ __all__ = [
     "PODCLIQUESETS",
     "PODGANGS",
     "PODS",
+    "PRIORITY_CLASSES",
     "RESOURCES",
     "ROLEBINDINGS",
     "ROLES",
@@ -81,6 +82,7 @@ HPAS = "autoscaling/v2/horizontalpodautoscalers"
 SERVICEACCOUNTS = "v1/serviceaccounts"
 ROLES = "rbac.authorization.k8s.io/v1/roles"
 ROLEBINDINGS = "rbac.authorization.k8s.io/v1/rolebindings"
+PRIORITY_CLASSES = "scheduling.k8s.io/v1/priorityclasses"
 
 RESOURCES: dict[str, Resource] = {
     NODES: Resource("Node", namespaced=False, status_subresource=True),
@@ -117,6 +119,7 @@ RESOURCES: dict[str, Resource] = {
     "resource.nvidia.com/v1beta1/computedomains": Resource("ComputeDomain", namespaced=True, status_subresource=True),
     TOPOLOGY_BINDINGS: Resource("ClusterTopologyBinding", namespaced=False, status_subresource=True),
     LEASES: Resource("Lease", namespaced=True),
+    PRIORITY_CLASSES: Resource("PriorityClass", namespaced=False),
     EVENTS: Resource("Event", namespaced=True),
 }
 

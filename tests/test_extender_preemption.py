@@ -1,0 +1,237 @@
+"""Gang priority and preemption through the coordinator, on an in-memory cluster: a PodGang's PriorityClass decides,
+reservations of lower gangs yield, whole lower gangs (never part of one below its minimum) are evicted through the
+writer's Eviction API, and the preemptor binds whole once they are gone."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from api.core import Pod, PriorityClass
+from api.grove import PodGang
+from scheduler.extender.coordinator.members import GangRef
+from tests.extender_support import (
+    CLIQUE,
+    Harness,
+    assert_no_overcommit,
+    bind_body,
+    filter_one,
+    gang,
+    harness,
+    node,
+    run,
+)
+
+LOW, HIGH, CALM = "low", "high", "calm"
+CLASSES = [
+    PriorityClass.model_validate({"metadata": {"name": LOW}, "value": 100}),
+    PriorityClass.model_validate({"metadata": {"name": HIGH}, "value": 1000}),
+    PriorityClass.model_validate({"metadata": {"name": CALM}, "value": 1000, "preemptionPolicy": "Never"}),
+]
+NAMES = ["a0", "a1", "b0", "b1"]
+
+
+def _nodes() -> list[Any]:
+    # Two NVLink domains of 2 nodes × 8 GPUs.
+    return [node("a0", clique="A"), node("a1", clique="A"), node("b0", clique="B"), node("b1", clique="B")]
+
+
+def _classed(pg: PodGang, name: str) -> PodGang:
+    return pg.model_copy(update={"spec": pg.spec.model_copy(update={"priorityClassName": name})})
+
+
+def _bound(pods: list[Pod], nodes: list[str]) -> list[Pod]:
+    """``pods`` bound round-robin over ``nodes`` (Running: what a replay's snapshot holds)."""
+    return [
+        p.model_copy(update={"spec": p.spec.model_copy(update={"nodeName": nodes[i % len(nodes)]})})
+        for i, p in enumerate(pods)
+    ]
+
+
+def _low_gangs(count: int, *, size: int = 8, spread: list[list[str]]) -> tuple[list[Pod], list[PodGang]]:
+    pods: list[Pod] = []
+    gangs: list[PodGang] = []
+    for i in range(count):
+        members, pg = gang(f"low{i}", workers=size, gpus=1)
+        pods += _bound(members, spread[i])
+        gangs.append(_classed(pg, LOW))
+    return pods, gangs
+
+
+def _full_cluster(preemptor_class: str = HIGH) -> tuple[Harness, list[Pod]]:
+    # Four low gangs of 8 × 1 GPU fill the 32 GPUs, one per node; the high gang asks for 8 × 1 GPU in one clique.
+    pods, gangs = _low_gangs(4, spread=[["a0"], ["a1"], ["b0"], ["b1"]])
+    high, pg = gang("high", workers=8, gpus=1, required=CLIQUE)
+    h = harness(
+        nodes=_nodes(),
+        pods=pods + high,
+        podgangs=[*gangs, _classed(pg, preemptor_class)],
+        priority_classes=CLASSES,
+    )
+    return h, high
+
+
+def _evicted(h: Harness) -> set[str]:
+    return {f"{e.namespace}/{e.name}" for e in h.writer.evictions}
+
+
+def _drain(h: Harness) -> None:
+    """Plans, preemptions, evictions and Events, as the background threads would run them, until none is left (a
+    tick may queue work: two idle turns in a row end it)."""
+    idle = 0
+    for _ in range(50):
+        idle = 0 if h.background() else idle + 1
+        if idle == 2:
+            return
+    raise AssertionError("the background worker never ran out of work")
+
+
+async def _bind_all(h: Harness, pods: list[Pod]) -> list[dict[str, Any]]:
+    """Filter every member (each must get its one planned node), then send their bind calls together, as
+    kube-scheduler's binding goroutines do."""
+    async with h.client() as client:
+        nodes = []
+        for p in pods:
+            reply = await filter_one(client, p, NAMES)
+            assert len(reply["NodeNames"]) == 1, reply
+            nodes.append(reply["NodeNames"][0])
+        binds = [client.post("/bind", json=bind_body(p, n)) for p, n in zip(pods, nodes, strict=True)]
+        return [reply.json() for reply in await asyncio.gather(*binds)]
+
+
+def test_a_high_priority_gang_on_a_full_cluster_evicts_exactly_one_whole_low_gang_and_binds_whole() -> None:
+    h, high = _full_cluster()
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    evicted = _evicted(h)
+    # 8 GPUs needed, every low gang holds 8 on one node: the cheapest choice is one low gang, whole.
+    assert len(evicted) == 8 and len({key.split("-w")[0] for key in evicted}) == 1, evicted
+    victim = next(iter(evicted)).split("/")[1].split("-w")[0]
+    states = {g["gang"]: g for g in h.coordinator.debug_gangs()}
+    assert states["default/high"]["state"] == "Preempting"
+    # Each victim has an Event naming the preemptor; the victim's PodGang says it was preempted.
+    preempted = [e for e in h.writer.events if e.reason == "Preempted" and e.kind == "Pod"]
+    assert {f"{e.namespace}/{e.name}" for e in preempted} == evicted
+    assert all("PodGang default/high (priority 1000)" in e.message for e in preempted)
+    assert any(e.kind == "PodGang" and e.name == "high" and e.reason == "Preempting" for e in h.writer.events)
+    status = dict(h.writer.statuses)[f"default/{victim}"]
+    assert any(c["reason"] == "Preempted" for c in status["conditions"])
+    # The kubelets finish the evictions: the gang may go where its victims were, and binds whole.
+    h.writer.finalize_evictions()
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Planned"
+    run(lambda: _bind_all(h, high))
+    _drain(h)
+    bound = h.writer.bound_nodes()
+    # Where the victim ran (low{i} filled node i of a0, a1, b0, b1), and nowhere else.
+    assert {bound[p.key] for p in high} == {NAMES[int(victim.removeprefix("low"))]}
+    # Every other low gang is untouched.
+    assert {p.key for p in h.store.pods() if p.spec.nodeName and "low" in p.key and p.deleting} == set()
+    assert_no_overcommit(h.store)
+
+
+def test_a_gang_that_may_not_preempt_evicts_nothing_and_waits() -> None:
+    h, _ = _full_cluster(CALM)
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    assert h.writer.evictions == []
+    state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
+    assert state["state"] in ("Infeasible", "Waiting")
+
+
+def test_reservations_of_a_lower_gang_yield_before_anything_is_evicted() -> None:
+    # The cluster is empty; two low gangs of 16 × 1 GPU (one NVLink domain each) are planned, not bound. The high
+    # gang of 8 (one domain) arrives: one low gang gives its reservations back, nothing is evicted, and the low
+    # gang waits saying for whom.
+    lows = [gang(f"low{i}", workers=16, gpus=1, required=CLIQUE) for i in range(2)]
+    high, pg = gang("high", workers=8, gpus=1, required=CLIQUE)
+    h = harness(
+        nodes=_nodes(),
+        pods=[p for members, _ in lows for p in members] + high,
+        podgangs=[_classed(g, LOW) for _, g in lows] + [_classed(pg, HIGH)],
+        priority_classes=CLASSES,
+        batch_size=1,
+    )
+    for i in range(2):
+        h.coordinator.plan_ahead(GangRef("default", f"low{i}"))
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()} == {
+        "default/low0": "Planned",
+        "default/low1": "Planned",
+    }
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    states = {g["gang"]: g for g in h.coordinator.debug_gangs()}
+    assert h.writer.evictions == []
+    assert states["default/high"]["state"] == "Planned"
+    yielded = [key for key, g in states.items() if key != "default/high" and g["state"] == "Waiting"]
+    assert len(yielded) == 1 and "PodGang default/high (priority 1000)" in states[yielded[0]]["reason"]
+    assert any(e.reason == "Yielded" and f"default/{e.name}" == yielded[0] for e in h.writer.events)
+    run(lambda: _bind_all(h, high))
+    _drain(h)
+    assert all(p.key in h.writer.bound_nodes() for p in high)
+
+
+def test_a_gang_is_never_left_below_its_minimum_only_its_extras_or_all_of_it() -> None:
+    # One low gang of 8 on a0 with minReplicas 6 (2 extras), the rest full of higher-priority work (priority 5000
+    # through its pods). The high gang (priority 1000) of 2 × 1 GPU: the low gang's 2 extras are enough, so only they
+    # go (2 GPUs, not 8).
+    low, low_pg = gang("low0", workers=8, gpus=1, min_replicas=6)
+    others, other_pg = gang("busy", workers=24, gpus=1)
+    others = [p.model_copy(update={"spec": p.spec.model_copy(update={"priority": 5000})}) for p in others]
+    high, pg = gang("high", workers=2, gpus=1)
+    h = harness(
+        nodes=_nodes(),
+        pods=_bound(low, ["a0"]) + _bound(others, ["a1", "b0", "b1"]) + high,
+        podgangs=[_classed(low_pg, LOW), other_pg, _classed(pg, HIGH)],
+        priority_classes=CLASSES,
+    )
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    evicted = _evicted(h)
+    assert len(evicted) == 2 and all(key.startswith("default/low0-w") for key in evicted), evicted
+    assert not any(key.startswith("default/busy") for key in evicted)
+    # The low gang keeps its minimum: still Bound, never PartiallyBound.
+    h.writer.finalize_evictions()
+    state = {g["gang"]: g for g in h.coordinator.debug_gangs()}
+    assert state.get("default/low0", {}).get("state") in (None, "Bound")
+
+
+def test_a_disruption_budget_that_refuses_one_victim_evicts_nothing_and_the_gang_waits() -> None:
+    h, _ = _full_cluster()
+    for i in range(4):  # every low gang's first member is covered by a budget that allows no disruption
+        h.writer.budgets[f"default/low{i}-w0"] = f"low{i}-pdb"
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    assert h.writer.evictions == []
+    state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
+    assert state["state"] in ("Waiting", "Infeasible")
+    assert not any(p.deleting for p in h.store.pods())
+
+
+def test_a_preemptor_deleted_mid_way_stops_the_evictions_and_frees_its_reservation() -> None:
+    h, _ = _full_cluster()
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    # Planned and ordered, not evicted yet: the PodGang goes away before the reporter thread runs.
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Preempting"
+    pg = h.store.podgang("default/high")
+    assert pg is not None
+    h.store.apply("PodGang", "DELETED", pg)
+    _drain(h)
+    assert h.writer.evictions == []
+    assert h.coordinator.table.reservation_count() == 0
+
+
+def test_victims_that_never_go_are_given_up_at_the_deadline_and_left_out_after() -> None:
+    h, _ = _full_cluster()
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    _drain(h)
+    first = _evicted(h)
+    assert len(first) == 8
+    # The kubelets never finish: past the preemption's wait the plan is given up, saying why on the PodGang...
+    h.clock.advance(h.coordinator.config.room.wait_seconds + 1)
+    _drain(h)
+    abandoned = [e for e in h.writer.events if e.reason == "PreemptionAbandoned" and e.name == "high"]
+    assert len(abandoned) == 1 and "did not go within 120s" in abandoned[0].message, abandoned
+    # ...and the gang, tried again, does not count on the stuck pods' room: another low gang makes way, whole.
+    second = _evicted(h) - first
+    assert len(second) == 8 and len({key.split("-w")[0] for key in second}) == 1, second
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Preempting"
