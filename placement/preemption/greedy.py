@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from placement.preemption.pool import VictimPool
-from placement.preemption.request import Preemption, Victim, VictimGang
+from placement.preemption.request import Budget, Preemption, Victim, VictimGang
 from placement.problem import InvalidRequest, check_options, check_request
 from placement.request import ClusterView, GangRequest, SolveOptions, Status
 from placement.solve import solve
@@ -30,12 +30,14 @@ def greedy_preemption(
     victims: Sequence[Victim],
     gangs: Mapping[str, VictimGang],
     options: SolveOptions | None = None,
+    *,
+    budgets: Sequence[Budget] = (),
 ) -> Preemption:
     """The greedy's victims and the preemptor's guaranteed pods on what they free. Never raises for bad input."""
     options = options or SolveOptions()
     started = options.clock()
     try:
-        pool = resolve(request, view, victims, gangs, options)
+        pool = resolve(request, view, victims, gangs, options, budgets=budgets)
     except InvalidRequest as error:
         return Preemption(Status.INVALID, reason=str(error), solve_seconds=options.clock() - started)
     return replace(greedy_choice(request, view, pool, options), solve_seconds=options.clock() - started)
@@ -47,6 +49,8 @@ def resolve(
     victims: Sequence[Victim],
     gangs: Mapping[str, VictimGang],
     options: SolveOptions,
+    *,
+    budgets: Sequence[Budget] = (),
 ) -> VictimPool:
     """Check everything a preemption plan is handed; raise :class:`InvalidRequest` naming the field."""
     if options.policy not in _SOUND_POLICIES:
@@ -56,7 +60,7 @@ def resolve(
         )
     check_options(options)
     check_request(request)
-    return VictimPool.resolve(request, view, victims, gangs)
+    return VictimPool.resolve(request, view, victims, gangs, budgets)
 
 
 def guaranteed_request(request: GangRequest) -> GangRequest:
@@ -86,14 +90,18 @@ def greedy_choice(request: GangRequest, view: ClusterView, pool: VictimPool, opt
 
 
 def not_even_all(pool: VictimPool, reason: str) -> str:
-    """A refusal with every victim gone, saying so."""
+    """A refusal with every victim gone (that the disruption budgets allow), saying so."""
     if not pool.victims:
         return f"no victims were offered, and on what is free: {reason}"
+    if pool.binding_budgets:
+        names = ", ".join(name for name, covered, allowed in pool.budgets if allowed < len(covered))
+        return f"not with the victims disruption budgets allow ({names}), of {len(pool.victims)}: {reason}"
     return f"not even if all {len(pool.victims)} victims made way: {reason}"
 
 
 def _choices(pool: VictimPool) -> Iterator[frozenset[int]]:
-    """Growing choices of victims: none, then each gang's extras and then the whole gang, in the greedy's order."""
+    """Growing choices of victims: none, then each gang's extras and then the whole gang, in the greedy's order;
+    a step that would evict more under a disruption budget than it allows is skipped."""
     chosen: frozenset[int] = frozenset()
     yield chosen
     order = sorted(
@@ -103,6 +111,6 @@ def _choices(pool: VictimPool) -> Iterator[frozenset[int]]:
     for gang in order:
         extras = frozenset(pool.extras(gang)) if pool.splits(gang) else frozenset()
         for step in (extras, frozenset(pool.members[gang])):
-            if step and not step <= chosen:
+            if step and not step <= chosen and pool.within_budgets(chosen | step):
                 chosen |= step
                 yield chosen

@@ -13,6 +13,7 @@ from placement.cpsat.registry import CONSTRAINTS
 from placement.cpsat.solver import solve_lexicographic
 from placement.model_vars import ModelVars
 from placement.objective import Counts
+from placement.preemption.budgets import add_budgets
 from placement.preemption.cost_tiers import cost_tiers
 from placement.preemption.freed_capacity import add_freed_capacity
 from placement.preemption.gang_rule import add_gang_rule
@@ -30,6 +31,7 @@ PLACEMENT_CONSTRAINTS: dict[str, Callable[[ModelVars], None]] = {
 VICTIM_CONSTRAINTS: dict[str, Callable[[VictimVars], None]] = {
     "freed-capacity": add_freed_capacity,
     "gang-rule": add_gang_rule,
+    "budgets": add_budgets,
 }
 
 

@@ -25,7 +25,7 @@ from placement.objective import assignment_of, counts_of
 from placement.preemption.greedy import greedy_choice, not_even_all, resolve
 from placement.preemption.model import solve_victims
 from placement.preemption.pool import VictimPool
-from placement.preemption.request import Preemption, Victim, VictimGang
+from placement.preemption.request import Budget, Preemption, Victim, VictimGang
 from placement.problem import InvalidRequest, Problem, prepare
 from placement.request import ClusterView, GangRequest, SolveOptions, Status
 
@@ -41,13 +41,16 @@ def plan_preemption(
     victims: Sequence[Victim],
     gangs: Mapping[str, VictimGang],
     options: SolveOptions | None = None,
+    *,
+    budgets: Sequence[Budget] = (),
 ) -> Preemption:
     """Which ``victims`` make way, and where the preemptor's guaranteed pods go once they have. ``view.free`` is
-    what is free now, every victim still in place. Never raises for bad input."""
+    what is free now, every victim still in place; ``budgets``: disruption budgets over the victims. Never raises
+    for bad input."""
     options = options or SolveOptions()
     started = options.clock()
     try:
-        pool = resolve(request, view, victims, gangs, options)
+        pool = resolve(request, view, victims, gangs, options, budgets=budgets)
         everything = pool.view_with(view, range(len(pool.victims)))
         problem = prepare(request, everything, options).guaranteed()
     except InvalidRequest as error:
@@ -72,7 +75,7 @@ def _plan(
     greedy = greedy_choice(request, view, pool, greedy_options)
     if greedy.status == Status.PLACED and greedy.optimal:
         return greedy  # fits on what is free: nothing to evict
-    if greedy.status == Status.INFEASIBLE and options.policy == "cpsat":
+    if greedy.status == Status.INFEASIBLE and options.policy == "cpsat" and not pool.binding_budgets:
         return greedy  # cpsat refuses only what it proved cannot fit, here with every victim gone
     if deadline - options.clock() < _MIN_MODEL_SECONDS:
         return greedy if greedy.status == Status.PLACED else _timed_out(options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from placement.preemption.request import Preemption, PreemptionCost, Victim, VictimGang
+from placement.preemption.request import Budget, Preemption, PreemptionCost, Victim, VictimGang
 from placement.problem import InvalidRequest
 from placement.request import ClusterView, GangRequest, Status
 from topology.graph import GPU_RESOURCE
@@ -27,10 +27,16 @@ class VictimPool:
     victims: tuple[Victim, ...]
     gangs: Mapping[str, VictimGang]
     members: Mapping[str, tuple[int, ...]]
+    budgets: tuple[tuple[str, tuple[int, ...], int], ...] = ()  # (name, victims covered, how many may go)
 
     @classmethod
     def resolve(
-        cls, request: GangRequest, view: ClusterView, victims: Sequence[Victim], gangs: Mapping[str, VictimGang]
+        cls,
+        request: GangRequest,
+        view: ClusterView,
+        victims: Sequence[Victim],
+        gangs: Mapping[str, VictimGang],
+        budgets: Sequence[Budget] = (),
     ) -> VictimPool:
         """Check the victims against the preemptor and the view; raise :class:`InvalidRequest` naming the field."""
         for key, entry in gangs.items():
@@ -63,8 +69,21 @@ class VictimPool:
                 )
             members.setdefault(victim.gang, []).append(i)
         return cls(
-            tuple(victims), {key: gangs[key] for key in members}, {key: tuple(found) for key, found in members.items()}
+            tuple(victims),
+            {key: gangs[key] for key in members},
+            {key: tuple(found) for key, found in members.items()},
+            _budgets(victims, budgets),
         )
+
+    def within_budgets(self, chosen: Collection[int]) -> bool:
+        """Whether no budget would have more of its victims evicted than it allows."""
+        picked = set(chosen)
+        return all(sum(1 for i in covered if i in picked) <= allowed for _, covered, allowed in self.budgets)
+
+    @property
+    def binding_budgets(self) -> bool:
+        """Some budget allows fewer evictions than it covers victims: not every victim can go at once."""
+        return any(allowed < len(covered) for _, covered, allowed in self.budgets)
 
     def splits(self, gang: str) -> bool:
         """Whether the gang may lose some members and keep running: not a reservation, and it names minimums."""
@@ -145,3 +164,20 @@ class VictimPool:
         evicted = set(plan.evicted)
         members = (i for gang in plan.yielded for i in self.members.get(gang, ()))
         return frozenset(i for i, victim in enumerate(self.victims) if victim.key in evicted) | frozenset(members)
+
+
+def _budgets(victims: Sequence[Victim], budgets: Sequence[Budget]) -> tuple[tuple[str, tuple[int, ...], int], ...]:
+    """Budgets by victim index; raise :class:`InvalidRequest` naming the field for one that cannot be applied."""
+    index = {victim.key: i for i, victim in enumerate(victims)}
+    found = []
+    for b, budget in enumerate(budgets):
+        where = f"budgets[{b}] ({budget.name})"
+        if not isinstance(budget.allowed, int) or budget.allowed < 0:
+            raise InvalidRequest(f"{where}: allowed must be a non-negative integer, got {budget.allowed!r}")
+        covered: set[int] = set()
+        for v, key in enumerate(budget.victims):
+            if key not in index:
+                raise InvalidRequest(f"{where}: victims[{v}] {key} is not among the victims")
+            covered.add(index[key])
+        found.append((budget.name, tuple(sorted(covered)), budget.allowed))
+    return tuple(found)

@@ -14,7 +14,7 @@ from functools import total_ordering
 
 from placement.request import Status
 
-__all__ = ["Preemption", "PreemptionCost", "Victim", "VictimGang"]
+__all__ = ["Budget", "Preemption", "PreemptionCost", "Victim", "VictimGang"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,17 @@ class VictimGang:
     priority: int
     min_replicas: Mapping[str, int] = field(default_factory=dict)
     reserved: bool = False
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as preemption must respect it: of the ``victims`` it covers (victim keys), at most
+    ``allowed`` may be evicted (its ``status.disruptionsAllowed``). The Eviction API refuses the rest, so a choice
+    that counts on more would leave its victims half evicted."""
+
+    name: str
+    victims: tuple[str, ...]
+    allowed: int
 
 
 @total_ordering

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from placement.amounts import amount, quantity
-from placement.preemption.request import Preemption, PreemptionCost, Victim, VictimGang
+from placement.preemption.request import Budget, Preemption, PreemptionCost, Victim, VictimGang
 from placement.problem import label_value
 from placement.request import ClusterView, GangRequest, Status
 from topology.graph import GPU_RESOURCE
@@ -25,8 +25,10 @@ def preemption_violations(
     victims: Sequence[Victim],
     gangs: Mapping[str, VictimGang],
     result: Preemption,
+    *,
+    budgets: Sequence[Budget] = (),
 ) -> list[str]:
-    """Everything wrong with ``result``; empty when it is sound."""
+    """Everything wrong with ``result``; empty when it is sound (``budgets``: the disruption budgets it was given)."""
     if result.status != Status.PLACED:
         found = []
         if result.assignment or result.evicted or result.yielded:
@@ -39,6 +41,11 @@ def preemption_violations(
         if key in gangs and gangs[key].priority >= request.priority:
             found.append(f"gang {key} makes way at priority {gangs[key].priority}, not below {request.priority}")
     found.extend(_gang_rule(victims, gangs, chosen))
+    evicted = set(result.evicted)
+    for budget in budgets:
+        taken = sorted(key for key in set(budget.victims) if key in evicted)
+        if len(taken) > budget.allowed:
+            found.append(f"budget {budget.name} allows {budget.allowed} evictions, the plan makes {len(taken)}")
     found.extend(_placement(request, view, chosen, result.assignment))
     cost = _cost(gangs, chosen)
     if cost != result.cost:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from placement import ClusterView, GangRequest
-from placement.preemption import Victim, VictimGang
+from placement.preemption import Budget, Victim, VictimGang
 from tests.placement.oracle import all_plans
 
 GPU = "nvidia.com/gpu"
@@ -41,12 +41,17 @@ def _allowed(members: list[Victim], gang: VictimGang) -> list[Choice]:
     return sorted(found, key=sorted)
 
 
-def choices(victims: Sequence[Victim], gangs: Mapping[str, VictimGang]) -> Iterator[Choice]:
-    """Every choice of victims that leaves no gang below its minimums."""
+def choices(
+    victims: Sequence[Victim], gangs: Mapping[str, VictimGang], budgets: Sequence[Budget] = ()
+) -> Iterator[Choice]:
+    """Every choice of victims that leaves no gang below its minimums and evicts under no budget more than it
+    allows."""
     keys = sorted({v.gang for v in victims})
     per_gang = [_allowed([v for v in victims if v.gang == key], gangs[key]) for key in keys]
     for combination in itertools.product(*per_gang):
-        yield frozenset().union(*combination)
+        chosen: Choice = frozenset().union(*combination)
+        if all(len(chosen & set(b.victims)) <= b.allowed for b in budgets):
+            yield chosen
 
 
 def cost_key(victims: Sequence[Victim], gangs: Mapping[str, VictimGang], chosen: Choice) -> tuple[int, ...]:
@@ -89,18 +94,25 @@ def fits(request: GangRequest, view: ClusterView, victims: Sequence[Victim], cho
 
 
 def cheapest(
-    request: GangRequest, view: ClusterView, victims: Sequence[Victim], gangs: Mapping[str, VictimGang]
+    request: GangRequest,
+    view: ClusterView,
+    victims: Sequence[Victim],
+    gangs: Mapping[str, VictimGang],
+    budgets: Sequence[Budget] = (),
 ) -> tuple[int, ...] | None:
     """The least cost key of any allowed choice on which the preemptor fits; ``None`` when none does. More
-    victims never hurt a fit, so the choice of every victim settles feasibility, and a choice inside one that
-    did not fit is skipped."""
+    victims never hurt a fit, so the choice of every victim settles feasibility (when no budget forbids it), and a
+    choice inside one that did not fit is skipped."""
     if not fits(request, view, victims, frozenset(v.key for v in victims)):
         return None
     misses: list[Choice] = []
-    for chosen in sorted(set(choices(victims, gangs)), key=lambda c: (cost_key(victims, gangs, c), sorted(c))):
+    ordered = sorted(set(choices(victims, gangs, budgets)), key=lambda c: (cost_key(victims, gangs, c), sorted(c)))
+    for chosen in ordered:
         if any(chosen <= miss for miss in misses):
             continue
         if fits(request, view, victims, chosen):
             return cost_key(victims, gangs, chosen)
         misses.append(chosen)
+    if budgets:
+        return None  # the budgets forbid every choice that would make room
     raise AssertionError("every victim made room, so some allowed choice must")  # the choice of all is allowed

@@ -13,6 +13,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from placement.cpsat.min_replicas import add_min_replicas
+from placement.preemption import Budget
+from placement.preemption.budgets import add_budgets
 from placement.preemption.freed_capacity import add_freed_capacity
 from placement.preemption.gang_rule import add_gang_rule
 from placement.preemption.pool import VictimPool
@@ -178,3 +180,37 @@ def test_each_constraint_alone(
     assert _feasible(builders, others, chosen, with_module=True, module=module, pods=pods) == allowed
     if not allowed:
         assert _feasible(builders, others, chosen, with_module=False, module=module, pods=pods), "refused elsewhere"
+
+
+def _budgeted(chosen: set[str], allowed: int, *, with_module: bool) -> bool:
+    """The gang v/a of 3 × 2 GPUs (it names no minimum: any member may go) under a budget allowing ``allowed``."""
+    builders = [running("v/a", priority=0).min("w", 0).pods("z0c0h0", "z0c0h0", "z0c0h1", gpus=2)]
+    victims, gangs = victim_set(*builders)
+    view = busy_view(SPECS, victims, {})
+    request = preemptor(gang(group("p", 0, gpus=8)))
+    budget = Budget("pdb", tuple(v.key for v in victims), allowed)
+    pool = VictimPool.resolve(request, view, victims, gangs, [budget])
+    problem = prepare(request, pool.view_with(view, range(len(victims)))).guaranteed()
+    vv = VictimVars.build(problem, pool, view.free)
+    if with_module:
+        add_budgets(vv)
+    for i, victim in enumerate(victims):
+        vv.model.add(vv.chosen[i] == int(victim.key in chosen))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    return solver.solve(vv.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+@pytest.mark.parametrize(
+    ("chosen", "allowed", "expected"),
+    [
+        pytest.param({"v/a-0"}, 1, True, id="budgets-one-of-one-allowed"),
+        pytest.param({"v/a-0", "v/a-1"}, 1, False, id="budgets-two-of-one-allowed"),
+        pytest.param({"v/a-0", "v/a-1", "v/a-2"}, 3, True, id="budgets-all-allowed"),
+        pytest.param({"v/a-2"}, 0, False, id="budgets-none-allowed"),
+    ],
+)
+def test_disruption_budgets(chosen: set[str], allowed: int, expected: bool) -> None:
+    assert _budgeted(chosen, allowed, with_module=True) is expected
+    if not expected:
+        assert _budgeted(chosen, allowed, with_module=False)  # it is the budget that refuses

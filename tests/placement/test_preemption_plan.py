@@ -11,6 +11,7 @@ import pytest
 
 from placement import GangRequest, SolveOptions, Status
 from placement.preemption import (
+    Budget,
     Preemption,
     PreemptionCost,
     greedy_preemption,
@@ -306,3 +307,21 @@ def test_out_of_time_before_any_choice_is_a_timeout_with_a_reason() -> None:
         assert result.status == Status.TIMED_OUT, plan.__name__
         assert "none" in result.reason
         assert preemption_violations(request, view, victims, gangs, result) == []
+
+
+def test_a_disruption_budget_steers_the_choice_and_can_leave_nothing_to_choose() -> None:
+    """v/cheap (priority 0, 8 GPUs on z0c0h0) is the cheapest victim, but its budget allows no eviction: the plan
+    takes v/dear (priority 1) instead. With both protected, not even every victim may go, and the gang waits."""
+    victims, gangs = victim_set(
+        solo("v/cheap", "z0c0h0", gpus=8, priority=0), solo("v/dear", "z0c1h0", gpus=8, priority=1)
+    )
+    others = {"z0c0h1": FULL, "z0c1h1": FULL}
+    view = busy_view(SPECS, victims, others)
+    request = preemptor(gang(group("p", 1, gpus=8)))
+    one = [Budget("cheap-pdb", ("v/cheap",), 0)]
+    steered = plan_preemption(request, view, victims, gangs, OPTIONS, budgets=one)
+    assert preemption_violations(request, view, victims, gangs, steered, budgets=one) == []
+    assert steered.status == Status.PLACED and steered.evicted == ("v/dear",)
+    both = [*one, Budget("dear-pdb", ("v/dear",), 0)]
+    refused = plan_preemption(request, view, victims, gangs, OPTIONS, budgets=both)
+    assert refused.status == Status.INFEASIBLE and "disruption budgets allow" in refused.reason, refused.reason

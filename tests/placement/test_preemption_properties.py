@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from placement import ClusterView, GangRequest, GroupRequest, PackScope, SolveOptions, Status
 from placement.preemption import (
+    Budget,
     Victim,
     VictimGang,
     greedy_preemption,
@@ -150,3 +151,36 @@ def test_the_model_alone_matches_the_oracle(case: Case) -> None:
         return
     assert choice.state == "optimal"
     assert pool.outcome(choice.chosen)[2].key() == least
+
+
+@st.composite
+def budgeted_cases(draw: st.DrawFn) -> tuple[Case, list[Budget]]:
+    """A case and one or two disruption budgets over some of its running victims, allowing from none to all."""
+    case = draw(preemption_cases())
+    running = [v.key for v in case[2] if not case[3][v.gang].reserved]
+    budgets = []
+    for b in range(draw(st.integers(1, 2)) if running else 0):
+        covered = draw(st.lists(st.sampled_from(running), min_size=1, unique=True))
+        budgets.append(Budget(f"pdb-{b}", tuple(covered), draw(st.integers(0, len(covered)))))
+    return case, budgets
+
+
+@settings(max_examples=60, deadline=None)
+@given(budgeted_cases())
+def test_disruption_budgets_hold_and_the_plan_is_still_the_least_cost_choice(found: tuple[Case, list[Budget]]) -> None:
+    (request, view, victims, gangs), budgets = found
+    least = cheapest(request, view, victims, gangs, budgets)
+    options = SolveOptions(time_limit_seconds=10)
+    result = plan_preemption(request, view, victims, gangs, options, budgets=budgets)
+    assert preemption_violations(request, view, victims, gangs, result, budgets=budgets) == []
+    greedy = greedy_preemption(request, view, victims, gangs, options, budgets=budgets)
+    assert preemption_violations(request, view, victims, gangs, greedy, budgets=budgets) == []
+    event(f"{result.status}, budgets binding: {any(b.allowed < len(b.victims) for b in budgets)}")
+    if least is None:
+        assert result.status == Status.INFEASIBLE and result.reason
+        assert greedy.status != Status.PLACED
+        return
+    assert result.status == Status.PLACED, result.reason
+    assert result.cost.key() == least
+    if greedy.status == Status.PLACED:
+        assert result.cost <= greedy.cost
