@@ -24,6 +24,8 @@ class Gang:
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[tuple[str, str], ...] = ()  # (key, value) tolerated with effect NoSchedule
     member: bool = True  # False: pods of no PodGang (no grove.io/podgang label), e.g. a pod of another scheduler
+    # False: the class on the PodGang only, as Grove puts a PodCliqueSet's priorityClassName (its pods carry none)
+    class_on_pods: bool = True
 
     def pod_names(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.size)]
@@ -40,7 +42,7 @@ def pod_manifest(gang: Gang, name: str, namespace: str) -> dict[str, Any]:
                         "resources": {"requests": requests, "limits": limits}}],
         "terminationGracePeriodSeconds": 30,
     }  # fmt: skip
-    if gang.priority_class:
+    if gang.priority_class and gang.class_on_pods:
         spec["priorityClassName"] = gang.priority_class
     if gang.node_selector:
         spec["nodeSelector"] = dict(gang.node_selector)
