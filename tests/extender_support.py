@@ -177,6 +177,16 @@ class Harness:
         """Do what the background worker thread would do now (plans ahead, PodGang status, expiry)."""
         return BackgroundWorker(self.coordinator).run_once()
 
+    def settle(self) -> None:
+        """Run the background worker until it has nothing left to do: a tick may queue work (the first finds the
+        store synced and queues every PodGang, a plan queues its nominations), so two idle turns in a row end it."""
+        idle = 0
+        for _ in range(50):
+            idle = 0 if self.background() else idle + 1
+            if idle == 2:
+                return
+        raise AssertionError("the background worker never ran out of work")
+
 
 def harness(
     *,

@@ -22,17 +22,6 @@ def _cluster() -> list:
 NAMES = [f"n{i}" for i in range(4)]
 
 
-def _settle(h: Harness) -> None:
-    """Run the background worker until it has nothing left to do: its first turn finds the store synced and queues
-    every PodGang, a plan queues its nominations."""
-    idle = 0
-    for _ in range(20):
-        idle = 0 if h.background() else idle + 1
-        if idle == 2:
-            return
-    raise AssertionError("the background worker never ran out of work")
-
-
 def _plan(h: Harness, gang_key: str) -> dict[str, str]:
     return dict(h.coordinator.table.nomination_basis(gang_key).plan)
 
@@ -40,25 +29,25 @@ def _plan(h: Harness, gang_key: str) -> dict[str, str]:
 def test_every_planned_member_is_nominated_to_its_planned_node() -> None:
     pods, pg = gang("train", workers=4, gpus=4, required=CLIQUE)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
     assert len(plan) == 4
     assert h.writer.nominated_nodes() == plan
     assert h.coordinator.nominator.nominated() == plan
     assert len(h.writer.nominations) == 4, "one write per pod"
-    _settle(h)
+    h.settle()
     assert len(h.writer.nominations) == 4, "nothing written again while the plan holds"
 
 
 def test_members_that_lose_their_plan_are_cleared_and_bound_ones_are_forgotten() -> None:
     pods, pg = gang("train", workers=4, gpus=4)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
     bound = pods[0]
     h.store.apply("Pod", "MODIFIED", _on(bound, plan[bound.key]))
     h.store.apply("Pod", "DELETED", pods[1])  # a guaranteed member gone: the gang waits, its plan goes
-    _settle(h)
+    h.settle()
     assert _plan(h, "default/train") == {}
     shown = h.writer.nominated_nodes()
     assert {shown[p.key] for p in pods[2:]} == {""}, "the pending members' nominations are cleared"
@@ -74,11 +63,11 @@ def test_a_replanned_member_is_nominated_again_to_its_new_node() -> None:
     async def main() -> None:
         async with h.client() as client:
             first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
-            _settle(h)
+            h.settle()
             assert h.writer.nominated_nodes() == {solo.key: first}
             others = [n for n in NAMES if n != first]
             second = (await client.post("/filter", json=filter_body(solo, others))).json()["NodeNames"][0]
-            _settle(h)
+            h.settle()
             assert h.writer.nominated_nodes() == {solo.key: second}
 
     run(main)
@@ -87,7 +76,7 @@ def test_a_replanned_member_is_nominated_again_to_its_new_node() -> None:
 def test_a_nomination_older_than_the_plan_is_answered_retry_without_replanning() -> None:
     pods, pg = gang("train", workers=2, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
     member = pods[0]
     stale = next(n for n in NAMES if n not in plan.values())
@@ -154,11 +143,11 @@ def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
     async def main() -> None:
         async with h.client() as client:
             first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
-            _settle(h)
+            h.settle()
             assert [n.node for n in held.sent] == [first]
             others = [n for n in NAMES if n != first]
             second = (await client.post("/filter", json=filter_body(solo, others))).json()["NodeNames"][0]
-            _settle(h)
+            h.settle()
             assert [n.node for n in held.sent] == [first], "waits for the write in flight"
             held.answer()
             assert [n.node for n in held.sent] == [first, second], "then the newest goes"
@@ -174,7 +163,7 @@ def test_a_failed_write_is_forgotten_and_written_again_on_the_next_plan() -> Non
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
     held = _Held(h.writer)
     h.coordinator.nominator._writer = held
-    _settle(h)
+    h.settle()
     held.answer(error=WriteError("API server unavailable (simulated)", status=503))
     assert h.coordinator.nominator.nominated() == {}
     assert h.coordinator.metrics.nominations.labels("failed")._value.get() == 2
@@ -187,7 +176,7 @@ def test_a_standby_writes_no_nomination() -> None:
 
     pods, pg = gang("train", workers=2, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], leadership=Standby())
-    _settle(h)
+    h.settle()
     h.coordinator.nominator.sync(gang_ref_of(pods[0]))
     assert h.writer.nominations == []
 
@@ -195,7 +184,7 @@ def test_a_standby_writes_no_nomination() -> None:
 def test_nominate_off_plans_all_the_same_and_writes_nothing() -> None:
     pods, pg = gang("train", workers=2, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], nominate=False)
-    _settle(h)
+    h.settle()
     assert _plan(h, "default/train")
     assert h.writer.nominations == []
 
@@ -214,7 +203,7 @@ def test_a_member_whose_bind_arrived_is_not_nominated() -> None:
             node = (await client.post("/filter", json=filter_body(first, NAMES))).json()["NodeNames"][0]
             waiting = asyncio.create_task(client.post("/bind", json=bind_body(first, node)))
             await h.clock.until_sleeping(1)
-            _settle(h)
+            h.settle()
             assert set(h.writer.nominated_nodes()) == {second.key}, "kube-scheduler is done with the first"
             h.clock.advance(60)
             await waiting
@@ -226,7 +215,7 @@ def test_members_bound_by_the_release_before_the_watch_shows_it_are_not_cleared(
     pods, pg = gang("train", workers=2, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
     h.coordinator.releaser._writer = InMemoryClusterWriter(None)  # binds the API accepts, the watch not yet shown
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
     assert h.writer.nominated_nodes() == plan
 
@@ -238,7 +227,7 @@ def test_members_bound_by_the_release_before_the_watch_shows_it_are_not_cleared(
 
     run(main)
     assert h.store.pod(pods[0].key) is not None and not h.store.pod(pods[0].key).spec.nodeName, "watch lags"
-    _settle(h)
+    h.settle()
     assert h.writer.nominated_nodes() == plan, "no nomination cleared on a pod our release bound"
     assert h.coordinator.nominator.nominated() == {}
 
@@ -246,7 +235,7 @@ def test_members_bound_by_the_release_before_the_watch_shows_it_are_not_cleared(
 def test_filters_are_counted_by_what_the_nomination_spared_kube_scheduler() -> None:
     pods, pg = gang("train", workers=3, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
 
     def counted() -> dict[str, float]:
@@ -273,7 +262,7 @@ def test_a_nomination_another_component_wrote_is_never_overwritten() -> None:
     pods, pg = gang("train", workers=4, gpus=4, required=CLIQUE)
     theirs = pods[0].model_copy(update={"status": pods[0].status.model_copy(update={"nominatedNodeName": "n9"})})
     h = harness(nodes=_cluster(), pods=[theirs, *pods[1:]], podgangs=[pg])
-    _settle(h)
+    h.settle()
     plan = _plan(h, "default/train")
     assert len(plan) == 4
     written = h.writer.nominated_nodes()

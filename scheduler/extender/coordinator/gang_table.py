@@ -281,10 +281,7 @@ class GangTable:
             g = self._gangs.get(gang)
             if g is None or g.ready or g.bound or g.releasing:
                 return False
-            self._stop_awaiting(g)
-            g.plan = {}
-            g.replans += 1
-            self._keep_reservations(g, set())
+            self._give_back(g)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
             g.decided = (g.structure, g.news, self._epoch)
             return True
@@ -331,12 +328,7 @@ class GangTable:
             g = self._gangs.get(gang)
             if g is None or not g.awaiting:
                 return
-            self._stop_awaiting(g)
-            for pod in list(g.ready):
-                g.unset_ready(pod)
-            g.plan = {}
-            g.replans += 1
-            self._keep_reservations(g, set())
+            self._give_back(g)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
             g.decided = (g.structure, g.news, self._epoch)
 
@@ -489,13 +481,8 @@ class GangTable:
                 if g is None or not g.bound:
                     self._drop(gang)
                     continue
-                self._stop_awaiting(g)
-                for pod in list(g.ready):
-                    g.unset_ready(pod)
-                g.plan = {}
-                g.replans += 1
+                self._give_back(g)
                 g.structure += 1
-                self._keep_reservations(g, set())
         return expired
 
     def leadership_changed(self) -> list[str]:
@@ -545,6 +532,16 @@ class GangTable:
         for pod in set(self._book.of_gang(g.key)) - pods:
             self._book.release_pod(pod)
             self._epoch += 1
+
+    def _give_back(self, g: GangRecord) -> None:
+        """Under the lock: the gang holds nothing any more but what is bound — no plan, no ready member, no
+        reservation, no pod it waits to see gone."""
+        self._stop_awaiting(g)
+        for pod in list(g.ready):
+            g.unset_ready(pod)
+        g.plan = {}
+        g.replans += 1
+        self._keep_reservations(g, set())
 
     def _stop_awaiting(self, g: GangRecord) -> None:
         for pod in g.awaiting:
