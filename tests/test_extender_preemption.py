@@ -9,6 +9,7 @@ from typing import Any
 
 from api.core import Pod, PriorityClass
 from api.grove import PodGang
+from api.policy import PodDisruptionBudget
 from scheduler.extender.coordinator.members import GangRef
 from tests.extender_support import (
     CLIQUE,
@@ -22,8 +23,9 @@ from tests.extender_support import (
     run,
 )
 
-LOW, HIGH, CALM = "low", "high", "calm"
+BATCH, LOW, HIGH, CALM = "batch", "low", "high", "calm"
 CLASSES = [
+    PriorityClass.model_validate({"metadata": {"name": BATCH}, "value": 10}),
     PriorityClass.model_validate({"metadata": {"name": LOW}, "value": 100}),
     PriorityClass.model_validate({"metadata": {"name": HIGH}, "value": 1000}),
     PriorityClass.model_validate({"metadata": {"name": CALM}, "value": 1000, "preemptionPolicy": "Never"}),
@@ -75,17 +77,6 @@ def _evicted(h: Harness) -> set[str]:
     return {f"{e.namespace}/{e.name}" for e in h.writer.evictions}
 
 
-def _drain(h: Harness) -> None:
-    """Plans, preemptions, evictions and Events, as the background threads would run them, until none is left (a
-    tick may queue work: two idle turns in a row end it)."""
-    idle = 0
-    for _ in range(50):
-        idle = 0 if h.background() else idle + 1
-        if idle == 2:
-            return
-    raise AssertionError("the background worker never ran out of work")
-
-
 async def _bind_all(h: Harness, pods: list[Pod]) -> list[dict[str, Any]]:
     """Filter every member (each must get its one planned node), then send their bind calls together, as
     kube-scheduler's binding goroutines do."""
@@ -102,7 +93,7 @@ async def _bind_all(h: Harness, pods: list[Pod]) -> list[dict[str, Any]]:
 def test_a_high_priority_gang_on_a_full_cluster_evicts_exactly_one_whole_low_gang_and_binds_whole() -> None:
     h, high = _full_cluster()
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     evicted = _evicted(h)
     # 8 GPUs needed, every low gang holds 8 on one node: the cheapest choice is one low gang, whole.
     assert len(evicted) == 8 and len({key.split("-w")[0] for key in evicted}) == 1, evicted
@@ -120,7 +111,7 @@ def test_a_high_priority_gang_on_a_full_cluster_evicts_exactly_one_whole_low_gan
     h.writer.finalize_evictions()
     assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Planned"
     run(lambda: _bind_all(h, high))
-    _drain(h)
+    h.settle()
     bound = h.writer.bound_nodes()
     # Where the victim ran (low{i} filled node i of a0, a1, b0, b1), and nowhere else.
     assert {bound[p.key] for p in high} == {NAMES[int(victim.removeprefix("low"))]}
@@ -132,7 +123,7 @@ def test_a_high_priority_gang_on_a_full_cluster_evicts_exactly_one_whole_low_gan
 def test_a_gang_that_may_not_preempt_evicts_nothing_and_waits() -> None:
     h, _ = _full_cluster(CALM)
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     assert h.writer.evictions == []
     state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
     assert state["state"] in ("Infeasible", "Waiting")
@@ -158,7 +149,7 @@ def test_reservations_of_a_lower_gang_yield_before_anything_is_evicted() -> None
         "default/low1": "Planned",
     }
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     states = {g["gang"]: g for g in h.coordinator.debug_gangs()}
     assert h.writer.evictions == []
     assert states["default/high"]["state"] == "Planned"
@@ -166,7 +157,7 @@ def test_reservations_of_a_lower_gang_yield_before_anything_is_evicted() -> None
     assert len(yielded) == 1 and "PodGang default/high (priority 1000)" in states[yielded[0]]["reason"]
     assert any(e.reason == "Yielded" and f"default/{e.name}" == yielded[0] for e in h.writer.events)
     run(lambda: _bind_all(h, high))
-    _drain(h)
+    h.settle()
     assert all(p.key in h.writer.bound_nodes() for p in high)
 
 
@@ -185,7 +176,7 @@ def test_a_gang_is_never_left_below_its_minimum_only_its_extras_or_all_of_it() -
         priority_classes=CLASSES,
     )
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     evicted = _evicted(h)
     assert len(evicted) == 2 and all(key.startswith("default/low0-w") for key in evicted), evicted
     assert not any(key.startswith("default/busy") for key in evicted)
@@ -200,7 +191,7 @@ def test_a_disruption_budget_that_refuses_one_victim_evicts_nothing_and_the_gang
     for i in range(4):  # every low gang's first member is covered by a budget that allows no disruption
         h.writer.budgets[f"default/low{i}-w0"] = f"low{i}-pdb"
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     assert h.writer.evictions == []
     state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
     assert state["state"] in ("Waiting", "Infeasible")
@@ -215,7 +206,7 @@ def test_a_preemptor_deleted_mid_way_stops_the_evictions_and_frees_its_reservati
     pg = h.store.podgang("default/high")
     assert pg is not None
     h.store.apply("PodGang", "DELETED", pg)
-    _drain(h)
+    h.settle()
     assert h.writer.evictions == []
     assert h.coordinator.table.reservation_count() == 0
 
@@ -223,15 +214,78 @@ def test_a_preemptor_deleted_mid_way_stops_the_evictions_and_frees_its_reservati
 def test_victims_that_never_go_are_given_up_at_the_deadline_and_left_out_after() -> None:
     h, _ = _full_cluster()
     h.coordinator.plan_ahead(GangRef("default", "high"))
-    _drain(h)
+    h.settle()
     first = _evicted(h)
     assert len(first) == 8
     # The kubelets never finish: past the preemption's wait the plan is given up, saying why on the PodGang...
     h.clock.advance(h.coordinator.config.room.wait_seconds + 1)
-    _drain(h)
+    h.settle()
     abandoned = [e for e in h.writer.events if e.reason == "PreemptionAbandoned" and e.name == "high"]
     assert len(abandoned) == 1 and "did not go within 120s" in abandoned[0].message, abandoned
     # ...and the gang, tried again, does not count on the stuck pods' room: another low gang makes way, whole.
     second = _evicted(h) - first
     assert len(second) == 8 and len({key.split("-w")[0] for key in second}) == 1, second
     assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Preempting"
+
+
+def _budget(name: str, gang: str, allowed: int) -> PodDisruptionBudget:
+    """A PodDisruptionBudget over one gang's pods (they carry grove.io/podgang), as the disruption controller left
+    it: its generation observed, ``allowed`` evictions allowed."""
+    return PodDisruptionBudget.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default", "generation": 1},
+            "spec": {"selector": {"matchLabels": {"grove.io/podgang": gang}}},
+            "status": {"observedGeneration": 1, "disruptionsAllowed": allowed},
+        }
+    )
+
+
+def _protected(high_gang: PodGang, high: list[Pod], *, classes: list[str], allowed: list[int]) -> Harness:
+    """Four low gangs of 8 × 1 GPU and minReplicas 6, low{i} on node i of a0, a1, b0, b1 with class ``classes[i]``,
+    each behind a budget allowing ``allowed[i]`` evictions; and the high gang, pending."""
+    pods: list[Pod] = []
+    gangs: list[PodGang] = []
+    for i, where in enumerate(NAMES):
+        members, pg = gang(f"low{i}", workers=8, gpus=1, min_replicas=6)
+        pods += _bound(members, [where])
+        gangs.append(_classed(pg, classes[i]))
+    h = harness(
+        nodes=_nodes(), pods=pods + high, podgangs=[*gangs, _classed(high_gang, HIGH)], priority_classes=CLASSES
+    )
+    h.store.replace("PodDisruptionBudget", [_budget(f"low{i}-pdb", f"low{i}", n) for i, n in enumerate(allowed)])
+    return h
+
+
+def test_disruption_budgets_steer_the_choice_to_extras_they_allow() -> None:
+    # Four low gangs of 8 × 1 GPU, minReplicas 6, one per node. The high gang needs 4 GPUs in one NVLink domain (2
+    # nodes): 2 + 2 extras of one domain's two gangs, each left at its minimum of 6 (4 GPUs, cheaper than any whole
+    # gang's 8). Domain A's gangs are the cheaper victims (priority 10, B's are 100), but their budgets allow no
+    # eviction; B's allow 2 each: B's extras go, A is untouched.
+    high, pg = gang("high", workers=4, gpus=1, required=CLIQUE)
+    h = _protected(pg, high, classes=[BATCH, BATCH, LOW, LOW], allowed=[0, 0, 2, 2])
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    h.settle()
+    evicted = _evicted(h)
+    by_gang: dict[str, int] = {}
+    for key in evicted:
+        name = key.split("/")[1].split("-w")[0]
+        by_gang[name] = by_gang.get(name, 0) + 1
+    assert by_gang == {"low2": 2, "low3": 2}, by_gang
+    h.writer.finalize_evictions()
+    run(lambda: _bind_all(h, high))
+    h.settle()
+    assert {h.writer.bound_nodes()[p.key] for p in high} == {"b0", "b1"}
+    states = {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}
+    assert all(states.get(f"default/low{i}", "Bound") == "Bound" for i in range(4)), states
+
+
+def test_a_gang_whose_only_room_would_break_a_protected_gang_waits_and_evicts_nothing() -> None:
+    # The same four gangs and budgets; now the high gang needs 8 GPUs on one node: only a whole low gang frees a
+    # node, its budget forbids that, and taking 8 of its pods any other way leaves it below its minimum.
+    high, pg = gang("high", workers=8, gpus=1, required="kubernetes.io/hostname")
+    h = _protected(pg, high, classes=[LOW] * 4, allowed=[2] * 4)
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    h.settle()
+    assert h.writer.evictions == []
+    state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
+    assert state["state"] in ("Infeasible", "Waiting")

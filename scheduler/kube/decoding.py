@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from api.core import Node, Pod, PriorityClass, ResourceVector, effective_quantities, sum_requests, unusable_node
 from api.grove import PodGang
+from api.policy import PodDisruptionBudget
 from api.quantity import QuantityError, check_units
 from scheduler.kube.foreign import ForeignPod
 
@@ -48,7 +49,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Model = Node | Pod | ForeignPod | PodGang | PriorityClass
+Model = Node | Pod | ForeignPod | PodGang | PriorityClass | PodDisruptionBudget
 Change = tuple[EventType, Model, str]
 """A change event: its type, the object as the store keeps it, and its resourceVersion ("" if it had none)."""
 CHANGES: frozenset[str] = frozenset(("ADDED", "MODIFIED", "DELETED"))
@@ -60,7 +61,7 @@ class Unchanged(NamedTuple):
     resource_version: str
 
 
-ModelT = TypeVar("ModelT", Node, Pod, PodGang, PriorityClass)
+ModelT = TypeVar("ModelT", Node, Pod, PodGang, PriorityClass, PodDisruptionBudget)
 ObjT_co = TypeVar("ObjT_co", covariant=True)
 
 

@@ -18,6 +18,7 @@ from scheduler.kube.decoding import JsonDecoder
 __all__ = [
     "ALL_PODS",
     "CLUSTER_TOPOLOGY_BINDINGS",
+    "DISRUPTION_BUDGETS",
     "NODES",
     "PODCLIQUES",
     "PODCLIQUESCALINGGROUPS",
@@ -92,6 +93,8 @@ PODCLIQUESCALINGGROUPS = Resource(
 )
 # What a PodGang's spec.priorityClassName means (Grove puts the class on the PodGang, not on its pods).
 PRIORITY_CLASSES = Resource(kind="PriorityClass", api_version="scheduling.k8s.io/v1", plural="priorityclasses")
+# What evicting a pod is allowed to disrupt (preemption never chooses more victims than a budget allows).
+DISRUPTION_BUDGETS = Resource(kind="PodDisruptionBudget", api_version="policy/v1", plural="poddisruptionbudgets")
 CLUSTER_TOPOLOGY_BINDINGS = Resource(
     kind="ClusterTopologyBinding", api_version=GROVE_API_VERSION, plural="clustertopologybindings"
 )

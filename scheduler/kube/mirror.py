@@ -1,5 +1,5 @@
-"""The extender's mirror of the cluster: Nodes, Pods, PodGangs and PriorityClasses, one informer each, feeding its
-store.
+"""The extender's mirror of the cluster: Nodes, Pods, PodGangs, PriorityClasses and PodDisruptionBudgets, one
+informer each, feeding its store.
 
 Each kind's informer (``informer``) decodes with what keeps the extender's watch path lean: Node heartbeats are
 recognised before the model decode (``heartbeats``), pods of other schedulers become ``ForeignPod`` capacity and
@@ -18,17 +18,18 @@ from kubernetes.client import ApiClient
 
 from api.core import PriorityClass
 from api.grove import PodGang
+from api.policy import PodDisruptionBudget
 from scheduler.kube.backoff import Backoff
 from scheduler.kube.decoding import Decoder, EventType, Model, ModelDecoder, PodDecoder
 from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.informer import WATCH_SECONDS, Informer, start_informers
-from scheduler.kube.listing import NODES, PODGANGS, PODS, PRIORITY_CLASSES, Resource
+from scheduler.kube.listing import DISRUPTION_BUDGETS, NODES, PODGANGS, PODS, PRIORITY_CLASSES, Resource
 
 __all__ = ["EventType", "Kind", "WatchedStore", "mirror_informer", "mirror_informers", "start_mirror"]
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["Node", "Pod", "PodGang", "PriorityClass"]
+Kind = Literal["Node", "Pod", "PodGang", "PriorityClass", "PodDisruptionBudget"]
 
 
 class WatchedStore(Protocol):
@@ -68,6 +69,7 @@ _KINDS: tuple[tuple[Kind, Resource], ...] = (
     ("Pod", PODS),
     ("PodGang", PODGANGS),
     ("PriorityClass", PRIORITY_CLASSES),
+    ("PodDisruptionBudget", DISRUPTION_BUDGETS),
 )
 
 
@@ -78,6 +80,8 @@ def _decoder(kind: Kind, store: WatchedStore) -> Decoder[Model]:
         return PodDecoder(keeps_whole=store.keeps_whole, stamp=PODS.stamp)
     if kind == "PriorityClass":
         return ModelDecoder(PriorityClass, stamp=PRIORITY_CLASSES.stamp)
+    if kind == "PodDisruptionBudget":
+        return ModelDecoder(PodDisruptionBudget, stamp=DISRUPTION_BUDGETS.stamp)
     return ModelDecoder(PodGang, stamp=PODGANGS.stamp)
 
 

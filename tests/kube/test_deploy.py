@@ -24,6 +24,7 @@ EXTENDER_PERMISSIONS = {
     ("", "pods/status"): {"patch"},  # nominatedNodeName only
     ("", "pods/eviction"): {"create"},  # lower-priority pods evicted for a gang, never deleted directly
     ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},  # what a PodGang's priorityClassName means
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},  # how many victims an eviction may take
     ("", "nodes"): {"get", "list", "watch"},
     ("", "events"): {"create"},
     ("scheduler.grove.io", "podgangs"): {"get", "list", "watch"},

@@ -236,7 +236,9 @@ class RoomMaker:
         )
         view = ClusterView(topology=self._topologies.get(self._store), free=free)
         choose = greedy_preemption if self.settings.policy == "kai-greedy" else plan_preemption
-        found = choose(attempt.gang.request, view, candidates.victims, candidates.gangs, self._options)
+        found = choose(
+            attempt.gang.request, view, candidates.victims, candidates.gangs, self._options, budgets=candidates.budgets
+        )
         self._metrics.solve_seconds.observe(found.solve_seconds)
         if found.status is Status.PLACED and (found.evicted or found.yielded):
             found = self._placed_best(attempt, view, candidates, found)

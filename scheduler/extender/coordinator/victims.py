@@ -13,7 +13,9 @@ Pods already being deleted are no candidates: their capacity is *coming free* (`
 counts on it waits for them like for its victims. ``excluded`` pods (refused by a PodDisruptionBudget, or that never
 terminated) are left out entirely for a while, capacity and all.
 
-A victim gang with no member on a node the preemptor could use is left out: evicting it could not help.
+A victim gang with no member on a node the preemptor could use is left out: evicting it could not help. Every
+PodDisruptionBudget over our victims comes along (``budgets``): the model never chooses more of its pods than it
+allows now.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from api.core import Pod
-from placement.preemption import Victim, VictimGang
+from placement.preemption import Budget, Victim, VictimGang
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.state.store import ClusterStore
@@ -52,12 +54,13 @@ class Candidates:
     reserved: dict[str, GangRef] = field(default_factory=dict)  # reserved gang's key → the gang
     terminating: dict[str, str] = field(default_factory=dict)  # pod being deleted → its node
     coming_free: dict[str, dict[str, int]] = field(default_factory=dict)  # node → what those pods free
+    budgets: list[Budget] = field(default_factory=list)  # PodDisruptionBudgets over our running victims
 
     def reserved_only(self) -> Candidates:
         """Only the reservations: what may make way without evicting anything."""
         gangs = {key: gang for key, gang in self.gangs.items() if gang.reserved}
         victims = [v for v in self.victims if v.gang in gangs]
-        return Candidates(victims, gangs, {}, self.reserved, self.terminating, self.coming_free)
+        return Candidates(victims, gangs, {}, self.reserved, self.terminating, self.coming_free, [])
 
 
 def gather(
@@ -93,9 +96,26 @@ def gather(
             running.setdefault(ref.key, (ref, []))[1].append(pod)
     for foreign in store.foreign_pods():
         _foreign(found, foreign, excluded, priority=priority if evict else None, useful=useful)
+    labels: dict[str, dict[str, dict[str, str]]] = {}  # namespace → victim → its labels
     for key, (ref, pods) in running.items():
-        if key != preemptor.key and not any(pod.key in excluded for pod in pods):
-            _our_gang(found, store, ref, pods, priority=priority, useful=useful)
+        if key == preemptor.key or any(pod.key in excluded for pod in pods):
+            continue
+        if _our_gang(found, store, ref, pods, priority=priority, useful=useful):
+            for pod in pods:
+                labels.setdefault(pod.metadata.namespace, {})[pod.key] = pod.metadata.labels
+    found.budgets = _budgets(store, labels)
+    return found
+
+
+def _budgets(store: ClusterStore, labels: Mapping[str, Mapping[str, dict[str, str]]]) -> list[Budget]:
+    """Every PodDisruptionBudget covering some of our victims, with the evictions it allows now. (Other schedulers'
+    pods are kept without their labels: a budget over them is met at the eviction's dry run instead.)"""
+    found = []
+    for namespace, victims in sorted(labels.items()):
+        for budget in store.disruption_budgets(namespace):
+            covered = tuple(sorted(key for key, pod_labels in victims.items() if budget.covers(namespace, pod_labels)))
+            if covered:
+                found.append(Budget(budget.key, covered, budget.allowed()))
     return found
 
 
@@ -147,15 +167,16 @@ def _our_gang(
     *,
     priority: int,
     useful: Collection[str] | None,
-) -> None:
-    """One of our gangs' running members (or a pod of no gang) as victims, if below ``priority``; a gang with an
-    excluded member was left out whole before (it could be evicted neither whole nor, safely, in part)."""
+) -> bool:
+    """One of our gangs' running members (or a pod of no gang) as victims, if below ``priority`` (True when they
+    are); a gang with an excluded member was left out whole before (it could be evicted neither whole nor, safely,
+    in part)."""
     podgang = None if ref.solo else store.podgang(ref.key)
     value = (
         pod_priority(pods[0], store) if ref.solo else gang_priority(podgang, store.pods_of_gang(ref.key), store).value
     )
     if value >= priority or not _touches(useful, [pod.spec.nodeName for pod in pods]):
-        return
+        return False
     groups = podgang.spec.podgroups if podgang is not None else []
     group_of = {r.key_in(ref.namespace): g.name for g in groups for r in g.podReferences}
     found.gangs[ref.key] = VictimGang(ref.key, value, {g.name: g.minReplicas for g in groups})
@@ -166,3 +187,4 @@ def _our_gang(
         found.running[pod.key] = VictimPod(
             pod.key, pod.metadata.uid, pod.spec.nodeName, ref.key, None if ref.solo else ref, value
         )
+    return True

@@ -1,4 +1,5 @@
-"""``ClusterStore``: the extender's mirror of the API server's Nodes, Pods, PodGangs and PriorityClasses.
+"""``ClusterStore``: the extender's mirror of the API server's Nodes, Pods, PodGangs, PriorityClasses and
+PodDisruptionBudgets.
 
 Writers are the watch threads (or a snapshot load) calling ``replace``/``apply``; readers are the coordinator on the
 event loop and in planning threads. One lock guards every map; objects are never mutated in place (a change is a
@@ -22,15 +23,16 @@ from typing import Literal
 
 from api.core import Node, Pod, PriorityClass, ResourceVector
 from api.grove import PodGang
+from api.policy import PodDisruptionBudget
 from scheduler.extender.state.pod_index import PodIndex
 from scheduler.kube.foreign import ForeignPod, OurPods
 
 __all__ = ["ClusterStore", "EventType", "Kind", "NodeShape", "StoreListener", "Stored", "node_shape"]
 
-Kind = Literal["Node", "Pod", "PodGang", "PriorityClass"]
+Kind = Literal["Node", "Pod", "PodGang", "PriorityClass", "PodDisruptionBudget"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 StoreListener = Callable[[Kind, EventType, object], None]
-Stored = Node | Pod | ForeignPod | PodGang | PriorityClass
+Stored = Node | Pod | ForeignPod | PodGang | PriorityClass | PodDisruptionBudget
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +63,15 @@ class ClusterStore:
         self._pods = PodIndex()
         self._gangs: dict[str, PodGang] = {}
         self._classes: dict[str, PriorityClass] = {}
+        self._budgets: dict[str, PodDisruptionBudget] = {}
         self._allocatable: dict[str, ResourceVector] = {}
         self._shapes: dict[str, NodeShape] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
         self._node_version = 0
         self._synced = False
-        self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0, "PriorityClass": 0}  # by kind
+        # watch events applied, by kind
+        self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0, "PriorityClass": 0, "PodDisruptionBudget": 0}
 
     # --- writes ------------------------------------------------------------------------------------------------
 
@@ -211,6 +215,11 @@ class ClusterStore:
             defaults = [c for c in self._classes.values() if c.globalDefault]
         return min(defaults, key=lambda c: (c.value, c.name), default=None)
 
+    def disruption_budgets(self, namespace: str) -> list[PodDisruptionBudget]:
+        """The namespace's PodDisruptionBudgets (what evicting its pods may disrupt)."""
+        with self._lock:
+            return [b for b in self._budgets.values() if b.metadata.namespace == namespace]
+
     def pods_of_gang(self, gang_key: str) -> list[Pod]:
         """Pods labelled ``grove.io/podgang=<gang>`` in the gang's namespace (whether or not the PodGang lists them)."""
         with self._lock:
@@ -260,6 +269,8 @@ class ClusterStore:
             return self._pods.keys()
         if kind == "PriorityClass":
             return list(self._classes)
+        if kind == "PodDisruptionBudget":
+            return list(self._budgets)
         return list(self._gangs)
 
     def _has(self, kind: Kind, key: str) -> bool:
@@ -269,6 +280,8 @@ class ClusterStore:
             return key in self._pods
         if kind == "PriorityClass":
             return key in self._classes
+        if kind == "PodDisruptionBudget":
+            return key in self._budgets
         return key in self._gangs
 
     def _upsert(self, key: str, obj: Stored) -> None:
@@ -285,6 +298,8 @@ class ClusterStore:
             self._nodes[key] = obj
         elif isinstance(obj, PriorityClass):
             self._classes[key] = obj
+        elif isinstance(obj, PodDisruptionBudget):
+            self._budgets[key] = obj
         else:
             self._gangs[key] = obj
 
@@ -299,6 +314,8 @@ class ClusterStore:
             return self._nodes.pop(key)
         if kind == "PriorityClass":
             return self._classes.pop(key)
+        if kind == "PodDisruptionBudget":
+            return self._budgets.pop(key)
         return self._gangs.pop(key)
 
     def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:

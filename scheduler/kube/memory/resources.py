@@ -14,6 +14,7 @@ from api.grove import GROVE_API_VERSION, SCHEDULER_API_VERSION
 __all__ = [
     "CORE",
     "CORE_EVENTS",
+    "DISRUPTION_BUDGETS",
     "EVENTS",
     "HPAS",
     "LEASES",
@@ -83,6 +84,7 @@ SERVICEACCOUNTS = "v1/serviceaccounts"
 ROLES = "rbac.authorization.k8s.io/v1/roles"
 ROLEBINDINGS = "rbac.authorization.k8s.io/v1/rolebindings"
 PRIORITY_CLASSES = "scheduling.k8s.io/v1/priorityclasses"
+DISRUPTION_BUDGETS = "policy/v1/poddisruptionbudgets"
 
 RESOURCES: dict[str, Resource] = {
     NODES: Resource("Node", namespaced=False, status_subresource=True),
@@ -120,6 +122,7 @@ RESOURCES: dict[str, Resource] = {
     TOPOLOGY_BINDINGS: Resource("ClusterTopologyBinding", namespaced=False, status_subresource=True),
     LEASES: Resource("Lease", namespaced=True),
     PRIORITY_CLASSES: Resource("PriorityClass", namespaced=False),
+    DISRUPTION_BUDGETS: Resource("PodDisruptionBudget", namespaced=True, status_subresource=True),
     EVENTS: Resource("Event", namespaced=True),
 }
 
