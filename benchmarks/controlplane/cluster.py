@@ -30,6 +30,7 @@ from benchmarks.controlplane import components
 from benchmarks.controlplane.apiserver import ApiServer, start_api_server
 from benchmarks.controlplane.assets import Assets
 from benchmarks.controlplane.collector import GarbageCollector
+from benchmarks.controlplane.disruption import DisruptionController
 from benchmarks.controlplane.install import NAMESPACE, grove_extender, install, secret_files
 from benchmarks.controlplane.kubectl import Kubectl
 from benchmarks.controlplane.kubelet import Kubelet
@@ -88,6 +89,7 @@ class ControlPlane:
     kubelet: Kubelet | None = None
     collector: GarbageCollector | None = None
     token_controller: TokenController | None = None
+    disruption: DisruptionController | None = None
     extender: Extender | None = None
     reconciler: Child | None = None
     reconciler_probe_port: int = 0
@@ -111,8 +113,8 @@ class ControlPlane:
         installed: bool = True,
     ) -> Iterator[ControlPlane]:
         """Everything up (components after the nodes exist); everything stopped on leaving, also on failure.
-        ``agents``: the kubelet, garbage-collector and token-controller stand-ins. ``installed=False``: no install
-        and no components (a test then calls ``install`` and starts them itself)."""
+        ``agents``: the kubelet, garbage-collector, token-controller and disruption-controller stand-ins.
+        ``installed=False``: no install and no components (a test then calls ``install`` and starts them itself)."""
         folder.mkdir(parents=True, exist_ok=True)
         supervisor = Supervisor(folder)
         api: Api | None = None
@@ -136,7 +138,8 @@ class ControlPlane:
                 plane.kubelet = Kubelet(api, folder=folder, start_initc=plane._start_initc)
                 plane.collector = GarbageCollector(api)
                 plane.token_controller = TokenController(api, signing_key=server.keys.service_account_key)
-                for stand_in in (plane.kubelet, plane.collector, plane.token_controller):
+                plane.disruption = DisruptionController(api)
+                for stand_in in (plane.kubelet, plane.collector, plane.token_controller, plane.disruption):
                     stand_in.start()
             if components and installed:
                 plane.start_extender()
@@ -144,7 +147,8 @@ class ControlPlane:
                 plane.start_scheduler()
             yield plane
         finally:
-            for agent in (plane.kubelet, plane.collector, plane.token_controller) if plane is not None else ():
+            stand_ins = (plane.kubelet, plane.collector, plane.token_controller, plane.disruption) if plane else ()
+            for agent in stand_ins:
                 if agent is not None:
                     agent.stop()
             supervisor.stop_all()

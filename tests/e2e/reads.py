@@ -23,6 +23,7 @@ _CLEARED = (
     PODGANGS,
     "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers",
     "/api/v1/namespaces/{ns}/services",
+    "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
 )
 
 

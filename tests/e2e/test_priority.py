@@ -4,7 +4,8 @@ only, as Grove puts it (their pods carry none, so kube-scheduler sees them all a
 finds nothing to do): the extender decides from the PodGangs' classes.
 
 The pool is two NVLink domains of 18 nodes × 4 GPUs of its own, tainted, so nothing else lands there. The kubelet
-stand-in deletes an evicted pod once its (stand-in) containers stop, as a kubelet does after a graceful delete.
+stand-in deletes an evicted pod once its (stand-in) containers stop, as a kubelet does after a graceful delete; the
+disruption-controller stand-in keeps PodDisruptionBudgets' status as kube-controller-manager would.
 """
 
 from __future__ import annotations
@@ -63,20 +64,20 @@ def _by_gang(plane: ControlPlane, namespace: str) -> dict[str, list[dict[str, An
     return found
 
 
-def _fill(plane: ControlPlane, namespace: str) -> list[Gang]:
+def _fill(plane: ControlPlane, namespace: str, *, min_replicas: int | None = None) -> list[Gang]:
     lows = [_gang(f"low-{i:02d}", 8, LOW) for i in range(RACKS * PER_RACK * 4 // 8)]
-    create_gangs(plane.api, namespace, lows)
+    create_gangs(plane.api, namespace, lows, min_replicas=min_replicas)
     total = sum(g.size for g in lows)
     wait_for(lambda: sum(bound(p) for p in pods(plane, namespace)) == total, timeout=120,
              what=f"all {total} low-priority pods bound")  # fmt: skip
     return lows
 
 
-def _broken(plane: ControlPlane, namespace: str, gangs: list[Gang]) -> list[str]:
-    """Gangs with some but not all members bound (their minimum is all of them)."""
+def _broken(plane: ControlPlane, namespace: str, gangs: list[Gang], *, minimum: int = 8) -> list[str]:
+    """Gangs with some members bound but fewer than ``minimum``."""
     by_gang = _by_gang(plane, namespace)
     counts = {g.name: sum(bound(p) for p in by_gang.get(g.name, [])) for g in gangs}
-    return [f"{name}: {n} of 8" for name, n in counts.items() if 0 < n < 8]
+    return [f"{name}: {n} of {minimum}" for name, n in counts.items() if 0 < n < minimum]
 
 
 def test_a_high_priority_gang_on_full_racks_evicts_one_whole_low_gang_and_binds_whole(
@@ -163,3 +164,38 @@ def test_a_podcliquesets_priority_class_flows_through_the_reconciler_to_the_deci
              show=lambda: _broken(plane, namespace, lows))  # fmt: skip
     by_gang = _by_gang(plane, namespace)
     assert sum(1 for g in lows if not any(bound(p) for p in by_gang.get(g.name, []))) == 1
+
+
+def test_disruption_budgets_leave_extras_only_and_a_gang_that_needs_more_waits(
+    control_plane: ControlPlane, namespace: str, pool: list[str], figure: list[str]
+) -> None:
+    # The racks full again, every low gang now of minReplicas 6 (2 best-effort pods) behind a PodDisruptionBudget of
+    # minAvailable 6: each allows 2 evictions. A high gang of 8 in one NVLink domain: no whole gang may go (its
+    # budget), so 2 pods of each of 4 gangs of one rack go, each left at its minimum, still running.
+    plane = control_plane
+    lows = _fill(plane, namespace, min_replicas=6)
+    for gang in lows:
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": gang.name},
+                "spec": {"minAvailable": 6, "selector": {"matchLabels": {"grove.io/podgang": gang.name}}}}  # fmt: skip
+        plane.api.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", body)
+    budgets = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    wait_for(lambda: all((b.get("status") or {}).get("disruptionsAllowed") == 2 for b in plane.api.items(budgets)),
+             timeout=60, what="every budget allows 2 (the disruption controller's status)")  # fmt: skip
+    started = time.monotonic()
+    create_gangs(plane.api, namespace, [_gang("high", 8, HIGH, required=CLIQUE)])
+    wait_for(lambda: sum(bound(p) for p in _by_gang(plane, namespace).get("high", [])) == 8, timeout=60,
+             what="the high-priority gang bound whole")  # fmt: skip
+    figure.append(f"high gang of 8 bound whole on extras alone {time.monotonic() - started:.1f} s after creation")
+    by_gang = _by_gang(plane, namespace)
+    running = {g.name: sum(bound(p) for p in by_gang.get(g.name, [])) for g in lows}
+    assert sorted(running.values()).count(6) == 4 and sorted(running.values()).count(8) == len(lows) - 4, running
+    assert not _broken(plane, namespace, lows, minimum=6)
+
+    # A gang of 32: the extras left (2 in each of the 14 gangs still at 8: 28 GPUs) are not enough, four whole
+    # gangs would be, but no budget lets a whole gang go, and taking more of a gang than its extras would leave it
+    # below its minimum: it waits, and nothing more is evicted.
+    create_gangs(plane.api, namespace, [_gang("wide", 32, HIGH)])
+    time.sleep(15)
+    by_gang = _by_gang(plane, namespace)
+    assert not any(bound(p) for p in by_gang.get("wide", []))
+    assert {g.name: sum(bound(p) for p in by_gang.get(g.name, [])) for g in lows} == running

@@ -24,9 +24,10 @@ from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.components import document
 from benchmarks.controlplane.dra_driver import serve_compute_domains
 from benchmarks.controlplane.install import DEPLOY, NAMESPACE
+from benchmarks.controlplane.nodes import NodeSpec, create_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
-from tests.e2e.reads import apply_in, wait_for
+from tests.e2e.reads import apply_in, pods, wait_for
 from tests.e2e.test_mnnvl import MNNVL_PCS
 
 pytestmark = pytest.mark.forbidden_expected
@@ -229,8 +230,37 @@ def _start(plane: ControlPlane, component: str, *, ready: bool, flags: tuple[str
 def _trigger(plane: ControlPlane, namespace: str, case: Case) -> None:
     if case.component == "reconciler":
         apply_in(plane, namespace, yaml.safe_load_all(TRIGGER + ("---" + MNNVL_PCS if case.flags else "")))
+    elif case.component == "extender" and case.rule is not None and "pods/eviction" in _dropped_resources(case):
+        _preemption(plane, namespace)
     elif case.component == "extender":
         create_gangs(plane.api, namespace, [Gang("probe", 2)])  # bound, reported, an Event
+
+
+EVICT_POOL = ("e2e-pool", "rbac-evict")
+
+
+def _preemption(plane: ControlPlane, namespace: str) -> None:
+    """A node of its own full of a low-priority gang, then a gang of higher priority that fits only there: the
+    extender evicts (it asks first, with a dry run, which needs the same rule)."""
+    name = "e2e-rbac-evict"
+    if plane.api.find(f"/api/v1/nodes/{name}") is None:
+        taint = {"key": EVICT_POOL[0], "value": EVICT_POOL[1], "effect": "NoSchedule"}
+        create_nodes(plane.api, [NodeSpec(name, {"kubernetes.io/hostname": name, EVICT_POOL[0]: EVICT_POOL[1]},
+                                          taints=(taint,))])  # fmt: skip
+    for klass, value in (("e2e-rbac-low", 1), ("e2e-rbac-high", 1000)):
+        if plane.api.find(f"/apis/scheduling.k8s.io/v1/priorityclasses/{klass}") is None:
+            body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": klass},
+                    "value": value}  # fmt: skip
+            plane.api.create("/apis/scheduling.k8s.io/v1/priorityclasses", body)
+
+    def gang(label: str, klass: str) -> Gang:
+        return Gang(label, 4, priority_class=klass, class_on_pods=False, node_selector=(EVICT_POOL,),
+                    tolerations=(EVICT_POOL,))  # fmt: skip
+
+    create_gangs(plane.api, namespace, [gang("victim", "e2e-rbac-low")])
+    wait_for(lambda: sum(bool(p["spec"].get("nodeName")) for p in pods(plane, namespace)) == 4, timeout=60,
+             what="the low-priority gang bound")  # fmt: skip
+    create_gangs(plane.api, namespace, [gang("preemptor", "e2e-rbac-high")])
 
 
 @pytest.fixture
