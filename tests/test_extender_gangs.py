@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import httpx
 
-from api.core import PriorityClass
+from api.core import Pod, PriorityClass
 from placement import solve
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
 from scheduler.extender.coordinator.members import gang_ref_of
@@ -438,3 +439,51 @@ def test_the_queue_follows_the_podgangs_priority_class_not_the_pods() -> None:
     assert set(states) == {"default/b", "default/c"}
     assert states["default/c"][0] == "Planned"
     assert states["default/b"][0] == "Waiting" and "default/c" in states["default/b"][1]
+
+
+def _preempt_body(preemptor: Pod, proposal: dict[str, list[str]], *, priority: int) -> dict[str, Any]:
+    pod_json = preemptor.model_dump(mode="json")
+    pod_json["spec"]["priority"] = priority
+    victims = {node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": 0} for node, uids in proposal.items()}
+    return {"Pod": pod_json, "NodeNameToMetaVictims": victims}
+
+
+def test_the_preempt_verb_takes_whole_lower_gangs_and_spares_higher_ones() -> None:
+    # Gang "low" (no class: priority 0) has both members on a0, a whole gang there; gang "vip" (class 1000 on its
+    # PodGang, its pods at priority 0 as Grove makes them) has one member on b0. A pod of priority 100 (a default
+    # scheduler's, or ours of no gang) is proposed each: low may go whole; vip's priority is not below 100.
+    low = [pod(f"low-w{i}", gang="low", gpus=4, node_name="a0") for i in range(2)]
+    vip = pod("vip-w0", gang="vip", gpus=8, node_name="b0")
+    vip_gang = podgang("vip", {"worker": (["vip-w0"], 1)})
+    vip_gang = vip_gang.model_copy(update={"spec": vip_gang.spec.model_copy(update={"priorityClassName": "vip"})})
+    h = harness(
+        nodes=_cluster(),
+        pods=[*low, vip],
+        podgangs=[podgang("low", {"worker": ([p.metadata.name for p in low], 2)}), vip_gang],
+        priority_classes=[PriorityClass.model_validate({"metadata": {"name": "vip"}, "value": 1000})],
+    )
+    urgent = pod("urgent", gpus=8)
+    body = _preempt_body(urgent, {"a0": [p.metadata.uid for p in low], "b0": [vip.metadata.uid]}, priority=100)
+
+    async def main() -> dict[str, Any]:
+        async with h.client() as client:
+            return (await client.post("/preempt", json=body)).json()
+
+    reply = run(main)
+    assert set(reply["NodeNameToMetaVictims"]) == {"a0"}
+
+
+def test_the_preempt_verb_leaves_our_gangs_preemption_to_the_extender() -> None:
+    # A member of a gang this profile places: kube-scheduler's per-pod proposal is answered with no victims, and the
+    # gang is queued for the extender's own preemption (the two must never evict for the same gang).
+    filler = pod("filler", gpus=8, node_name="a0")
+    members, pg = gang("g", workers=1, gpus=8)
+    h = harness(nodes=_cluster(), pods=[filler, *members], podgangs=[pg])
+    body = _preempt_body(members[0], {"a0": [filler.metadata.uid]}, priority=100)
+
+    async def main() -> dict[str, Any]:
+        async with h.client() as client:
+            return (await client.post("/preempt", json=body)).json()
+
+    assert run(main) == {"NodeNameToMetaVictims": {}}
+    assert ("preempt", gang_ref_of(members[0])) in h.coordinator.work.take(0.0, ("preempt",))

@@ -11,6 +11,7 @@ from api.core import Pod, PriorityClass
 from api.grove import PodGang
 from api.policy import PodDisruptionBudget
 from scheduler.extender.coordinator.members import GangRef
+from tests.builders import make_pod
 from tests.extender_support import (
     CLIQUE,
     Harness,
@@ -289,3 +290,28 @@ def test_a_gang_whose_only_room_would_break_a_protected_gang_waits_and_evicts_no
     assert h.writer.evictions == []
     state = {g["gang"]: g for g in h.coordinator.debug_gangs()}["default/high"]
     assert state["state"] in ("Infeasible", "Waiting")
+
+
+def test_another_schedulers_pod_of_lower_priority_is_evicted_whole() -> None:
+    # Every node full: a0 of a default-scheduler pod of priority 5 (8 GPUs), the others of gangs at priority 5000
+    # (through their pods). The high gang of 8 × 1 GPU: that pod is the only victim below it.
+    theirs = make_pod("web").scheduler("default-scheduler").priority(5).gpus(8).on("a0").obj()
+    pods: list[Pod] = [theirs]
+    gangs: list[PodGang] = []
+    for i, where in enumerate(NAMES[1:]):
+        members, pg = gang(f"busy{i}", workers=8, gpus=1)
+        pods += [
+            p.model_copy(update={"spec": p.spec.model_copy(update={"priority": 5000})})
+            for p in _bound(members, [where])
+        ]
+        gangs.append(pg)
+    high, pg = gang("high", workers=8, gpus=1)
+    h = harness(nodes=_nodes(), pods=pods + high, podgangs=[*gangs, _classed(pg, HIGH)], priority_classes=CLASSES)
+    h.coordinator.plan_ahead(GangRef("default", "high"))
+    h.settle()
+    assert _evicted(h) == {theirs.key}
+    assert any(e.reason == "Preempted" and e.name == "web" and e.kind == "Pod" for e in h.writer.events)
+    h.writer.finalize_evictions()
+    run(lambda: _bind_all(h, high))
+    h.settle()
+    assert {h.writer.bound_nodes()[p.key] for p in high} == {"a0"}

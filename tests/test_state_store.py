@@ -153,4 +153,4 @@ def test_watch_events_are_counted_by_kind_and_a_relist_is_not() -> None:
     store.apply("Pod", "MODIFIED", pod("a", node_name="n0"))
     store.apply("Pod", "DELETED", pod("a", node_name="n0"))
     store.apply("Node", "MODIFIED", node("n0"))
-    assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0, "PriorityClass": 0}
+    assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0, "PriorityClass": 0, "PodDisruptionBudget": 0}
