@@ -81,7 +81,8 @@ class PodGangStatusReporter:
             status = partially_bound_status(podgang, counts=summary.counts, now=now)
             event = ("Warning", "PartiallyBound", f"{bound_counts(summary.counts)}; repairing")
             log.warning("gang partially bound gang=%s detail=%s", ref.key, bound_counts(summary.counts))
-        elif summary.state not in _SHOWN and shown is GangState.PARTIALLY_BOUND:
+        elif summary.state not in (*_SHOWN, GangState.RELEASING) and shown is GangState.PARTIALLY_BOUND:
+            # (Releasing is a repair under way: the PodGang goes on saying PartiallyBound until it is whole.)
             status, event = unscheduled_status(podgang, reason=summary.reason, now=now), None
         else:
             return
