@@ -10,6 +10,7 @@ from typing import Any
 from api.core import Pod, PriorityClass
 from api.grove import PodGang
 from api.policy import PodDisruptionBudget
+from scheduler.extender.coordinator.making_room import Room
 from scheduler.extender.coordinator.members import GangRef
 from tests.builders import make_pod
 from tests.extender_support import (
@@ -315,3 +316,18 @@ def test_another_schedulers_pod_of_lower_priority_is_evicted_whole() -> None:
     run(lambda: _bind_all(h, high))
     h.settle()
     assert {h.writer.bound_nodes()[p.key] for p in high} == {"a0"}
+
+
+def test_a_refused_gang_that_fits_as_things_are_is_planned_the_usual_way() -> None:
+    # The gang's refusal is older than the room freed since (nothing was ever evicted or yielded for it): making
+    # room finds it fits without any victim and hands it back to the planner, which plans it as any other gang.
+    high, pg = gang("high", workers=8, gpus=1, required=CLIQUE)
+    h = harness(nodes=_nodes(), pods=high, podgangs=[_classed(pg, HIGH)], priority_classes=CLASSES)
+    ref = GangRef("default", "high")
+    table = h.coordinator.table
+    table.infeasible(ref, reason="no room (an old decision)", proven=True, basis=table.planning_basis(ref, now=0))
+    assert h.coordinator.planner.make_room(ref) is Room.FITS
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Planned"
+    made = h.coordinator.metrics.preemptions
+    assert all(made.labels(outcome)._value.get() == 0 for outcome in ("yielded", "evicting"))
+    assert h.writer.evictions == []

@@ -14,23 +14,18 @@ a gang that has not started (nothing ready or bound) and whose last plan refused
    members wait until the victims are gone. The ``Evictor`` (on the reporter's thread) evicts them; the Events name
    the gang they made way for.
 
-A gang whose attempt found nothing is not tried again until its members, the cluster's free capacity, the plans
-committed or the pods placed on nodes change (those may be victims now), or ``retry_seconds`` pass. Refused gangs
-are swept once a second besides, highest priority first: kube-scheduler does not call the extender for a pod its
-own filters find no room for.
-
-A preemption whose victims are not gone by its deadline (``wait_seconds``: they did not terminate, or a
-PodDisruptionBudget kept refusing) is given up: those pods are left out of the next attempts for a while, and the
-gang is planned again. Gangs preempt at most once per ``backoff_seconds``: a pod of another scheduler evicted and
-re-created onto the freed room must not make the gang evict again and again.
+A gang that fits once the model looks again (its refusal was older than the room freed since) makes no room: it
+is handed back to the planner (``Room.FITS``). When attempts run again, how long victims may take and which pods
+are left out meanwhile is ``room_attempts``'s. Refused gangs are swept once a second besides, highest priority
+first: kube-scheduler does not call the extender for a pod its own filters find no room for.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from placement.preemption import Preemption, greedy_preemption, plan_preemption
 from placement.request import ClusterView, SolveOptions, Status
@@ -40,14 +35,15 @@ from scheduler.extender.coordinator.gang_state import GangState, PlanBasis, Plan
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
+from scheduler.extender.coordinator.room_attempts import RoomAttempts
 from scheduler.extender.coordinator.solving import Solver, Translated, free_capacity, translate
 from scheduler.extender.coordinator.topology_cache import TopologyCache
-from scheduler.extender.coordinator.victims import Candidates, gather
+from scheduler.extender.coordinator.victims import Candidates, gather, priority_of
 from scheduler.extender.state.store import ClusterStore
 from scheduler.extender.translation.gang_request import GangRequestError
 from scheduler.extender.translation.priority import GangPriority, gang_priority
 
-__all__ = ["RoomMaker", "RoomSettings"]
+__all__ = ["Room", "RoomMaker", "RoomSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +61,15 @@ class RoomSettings:
     # How victims are chosen: "cpsat" (the victim model, never costlier than the greedy) or "kai-greedy" (the
     # KAI-like baseline, for the benchmark's comparison).
     policy: str = "cpsat"
+
+
+class Room(Enum):
+    """What an attempt did: MADE (a plan committed: Planned, or Preempting while its victims go), NONE (nothing
+    below the gang makes room, or it was not tried), FITS (it fits as things are: plan it the usual way)."""
+
+    MADE = "made"
+    NONE = "none"
+    FITS = "fits"
 
 
 @dataclass(frozen=True)
@@ -103,44 +108,44 @@ class RoomMaker:
         self._clock = clock
         self._topologies = topologies
         self._eligibility = eligibility
-        self._lock = threading.Lock()  # the maps below; ``refused`` comes from the reporter's thread
-        # gang → the basis of its last fruitless attempt, and when: tried again once the basis moves (members,
-        # freed capacity, plans committed) or ``retry_seconds`` pass (pods bound since may be victims now)
-        self._tried: dict[str, tuple[tuple[int, ...], float]] = {}
-        self._last: dict[str, float] = {}  # gang → when it last preempted
-        self._deadlines: dict[str, float] = {}  # gang → when its victims must be gone
-        self._excluded: dict[str, float] = {}  # pod → until when it is left out
-        self._floor_at, self._floor_value = -1e18, 2**62
+        self.attempts = RoomAttempts(
+            retry_seconds=settings.retry_seconds,
+            backoff_seconds=settings.backoff_seconds,
+            exclude_seconds=settings.exclude_seconds,
+        )
+        self._floor: tuple[float, int] = (-1e18, 2**62)  # (when read, the lowest priority that could make way)
 
-    def try_for(self, ref: GangRef) -> bool:
-        """Make room for the gang if it was refused and something below it can make way; True when a plan was
-        committed (Planned, or Preempting while its victims go)."""
+    def try_for(self, ref: GangRef) -> Room:
+        """Make room for the gang if it was refused and something below it can make way."""
         attempt = self._attempt(ref)
         if attempt is None:
-            return False
+            return Room.NONE
         now = self._clock()
-        useful = _useful(attempt.gang)
         candidates = gather(
             store=self._store,
             table=self._table,
             preemptor=ref,
             priority=attempt.priority.value,
             evict=self.settings.evict and attempt.priority.preempts,
-            useful=useful,
-            excluded=self._excluded_now(now),
+            useful=_useful(attempt.gang),
+            excluded=self.attempts.excluded(now=now),
         )
-        found = self._plan(attempt, candidates.reserved_only())
+        found, view = self._plan(attempt, candidates.reserved_only())
         if found.status is not Status.PLACED and candidates.running:
-            found = self._plan(attempt, candidates)
+            found, view = self._plan(attempt, candidates)
         if found.status is not Status.PLACED:
             self._metrics.preemptions.labels("none").inc()
             log.info("no room made gang=%s priority=%d reason=%s", ref.key, attempt.priority.value, found.reason)
-            with self._lock:
-                self._tried[ref.key] = (attempt.memo, now)
-            return False
-        return self._commit(attempt, candidates, found, now=now)
+            self.attempts.fruitless(ref.key, attempt.memo, now=now)
+            return Room.NONE
+        used = set(found.assignment.values())
+        coming = any(node in used for node in candidates.terminating.values())
+        if not (found.evicted or found.yielded or coming):
+            return Room.FITS
+        found = self._placed_best(attempt, view, candidates, found)
+        return Room.MADE if self._commit(attempt, candidates, found, now=now) else Room.NONE
 
-    def sweep(self, try_for: Callable[[GangRef], bool]) -> None:
+    def sweep(self, try_for: Callable[[GangRef], Room]) -> None:
         """Try again, through ``try_for``, for every refused gang that may preempt something (the planner's tick).
         kube-scheduler does not call the extender for a pod no node has room for (its own filters refuse them all
         first), so a refused gang would otherwise wait for news that nothing sends: a lower-priority gang bound
@@ -148,58 +153,43 @@ class RoomMaker:
         refused = self._table.refused()
         if not refused:
             return
-        floor = self._floor()
+        floor = self._lowest_below()
         ranked = sorted(
-            ((priority, ref) for ref in refused if (priority := _priority_of(self._store, ref)) is not None),
+            ((priority, ref) for ref in refused if (priority := priority_of(self._store, ref)) is not None),
             key=lambda item: (-item[0], item[1].key),
         )
         tried = 0
         for priority, ref in ranked:
             if priority <= floor or tried == _SWEEP_LIMIT:
                 break
-            tried += try_for(ref) or self._was_tried(ref)
+            outcome = try_for(ref)
+            tried += outcome is not Room.NONE or self.attempts.just_tried(ref.key, now=self._clock())
 
     def check(self) -> None:
         """Give up preemptions whose victims did not go in time (the planner's tick)."""
         now = self._clock()
-        with self._lock:
-            due = [key for key, deadline in self._deadlines.items() if deadline <= now]
-            done = [key for key in self._deadlines if key not in due and not self._table.awaiting(key)]
-            for key in done:
-                del self._deadlines[key]
-        for key in due:
-            with self._lock:
-                self._deadlines.pop(key, None)
-            stuck = self._table.awaiting(key)
+        waiting = [gang for gang in self.attempts.under_way() if self._table.awaiting(gang)]
+        for gang in self.attempts.due(now=now, waiting=waiting):
+            stuck = self._table.awaiting(gang)
             if not stuck:
                 continue
-            with self._lock:
-                for pod in stuck:
-                    self._excluded[pod] = now + self.settings.exclude_seconds
+            self.attempts.exclude(stuck, now=now)
             names = ", ".join(sorted(stuck)[:5])
             reason = (
                 f"gave up preempting: {len(stuck)} pod(s) evicted for this gang did not go within "
                 f"{self.settings.wait_seconds:g}s ({names}); planned again without them"
             )
-            self._abandon(key, reason)
+            self._abandon(gang, reason)
 
     def refused(self, ref: GangRef, reason: str, pods: Sequence[str]) -> None:
         """A PodDisruptionBudget refused a victim at the dry run: nothing was evicted. The preemption is given up
         and the gang planned again without that pod (or its gang) for a while."""
-        now = self._clock()
-        with self._lock:
-            for pod in pods:
-                self._excluded[pod] = now + self.settings.exclude_seconds
-            self._last.pop(ref.key, None)  # nothing was evicted: the next attempt need not wait
-            self._deadlines.pop(ref.key, None)
+        self.attempts.refused(ref.key, pods, now=self._clock())
         self._abandon(ref.key, f"preemption refused, nothing evicted: {reason}")
 
     def reset(self) -> None:
         """Leadership changed: nothing decided before holds."""
-        with self._lock:
-            self._tried.clear()
-            self._last.clear()
-            self._deadlines.clear()
+        self.attempts.reset()
 
     # --- internals ---------------------------------------------------------------------------------------------
 
@@ -210,12 +200,8 @@ class RoomMaker:
         now = self._clock()
         basis = self._table.planning_basis(ref, now=now)
         memo = _memo(basis, self._store)  # read before the members: news after it makes the next attempt go ahead
-        with self._lock:
-            tried = self._tried.get(ref.key)
-            if tried is not None and tried[0] == memo and now - tried[1] < self.settings.retry_seconds:
-                return None  # nothing it reads changed since the last attempt found no room
-            if now - self._last.get(ref.key, -1e18) < self.settings.backoff_seconds:
-                return None
+        if not self.attempts.may_try(ref.key, memo, now=now):
+            return None
         members = gang_members(self._store, ref)
         if isinstance(members, str) or _under_way(members):
             return None
@@ -230,7 +216,7 @@ class RoomMaker:
         pods = (pod for group in members.groups for pod in group.pods)
         return _Attempt(ref, basis, gang, gang_priority(members.podgang, pods, self._store), memo)
 
-    def _plan(self, attempt: _Attempt, candidates: Candidates) -> Preemption:
+    def _plan(self, attempt: _Attempt, candidates: Candidates) -> tuple[Preemption, ClusterView]:
         free = free_capacity(
             store=self._store, reserved=attempt.basis.reserved_elsewhere, coming=candidates.coming_free
         )
@@ -240,16 +226,15 @@ class RoomMaker:
             attempt.gang.request, view, candidates.victims, candidates.gangs, self._options, budgets=candidates.budgets
         )
         self._metrics.solve_seconds.observe(found.solve_seconds)
-        if found.status is Status.PLACED and (found.evicted or found.yielded):
-            found = self._placed_best(attempt, view, candidates, found)
-        return found
+        return found, view
 
     def _placed_best(
         self, attempt: _Attempt, view: ClusterView, candidates: Candidates, found: Preemption
     ) -> Preemption:
         """The victim model's assignment is one the freed room allows, not the best placement on it: place the gang
         again on what is free once the chosen victims are gone (its best-effort pods too, where they fit)."""
-        chosen = set(found.evicted) | {v.key for v in candidates.victims if v.gang in set(found.yielded)}
+        yielded = set(found.yielded)
+        chosen = set(found.evicted) | {v.key for v in candidates.victims if v.gang in yielded}
         free = {node: dict(units) for node, units in view.free.items()}
         for victim in candidates.victims:
             if victim.key in chosen and victim.node in free:
@@ -307,11 +292,8 @@ class RoomMaker:
                     f"(highest priority {cost.victim_priority}, {cost.victim_gpus} GPUs) to place this gang whole",
                 )
             )
-        with self._lock:
-            self._last[ref.key] = now
-            self._tried.pop(ref.key, None)
-            if awaiting:
-                self._deadlines[ref.key] = now + self.settings.wait_seconds
+        deadline = now + self.settings.wait_seconds if awaiting else None
+        self.attempts.committed(ref.key, now=now, deadline=deadline)
         self._metrics.preemptions.labels("evicting" if victims else "yielded").inc()
         log.info(
             "made room gang=%s priority=%d yielded=%s evicted=%d victim_gpus=%d awaiting=%d",
@@ -342,44 +324,18 @@ class RoomMaker:
             )
             self._evictor.note(ref, [note])
 
-    def _was_tried(self, ref: GangRef) -> bool:
-        """Whether an attempt for the gang just ran (and found nothing): it counts against the sweep's limit."""
-        with self._lock:
-            tried = self._tried.get(ref.key)
-            return tried is not None and tried[1] == self._clock()
-
-    def _floor(self) -> int:
+    def _lowest_below(self) -> int:
         """The lowest priority of anything that could make way (bound pods, reservations), read at most once a
-        second: a refused gang at or below it has nothing to preempt, and is not tried."""
+        second, each gang once: a refused gang at or below it has nothing to preempt, and is not tried."""
         now = self._clock()
-        with self._lock:
-            if now - self._floor_at < 1.0:
-                return self._floor_value
-        lowest = min(
-            (p.priority for p in self._store.foreign_pods() if p.node and not p.terminal),
-            default=None,
-        )
-        ours = [_priority_of(self._store, gang_ref_of(p)) for p in self._store.pods() if p.spec.nodeName]
-        reserved = [_priority_of(self._store, ref) for ref, _ in self._table.reserved_gangs()]
-        values = [v for v in (lowest, *ours, *reserved) if v is not None]
-        with self._lock:
-            self._floor_at, self._floor_value = now, min(values, default=2**62)
-            return self._floor_value
-
-    def _excluded_now(self, now: float) -> frozenset[str]:
-        with self._lock:
-            for pod in [pod for pod, until in self._excluded.items() if until <= now]:
-                del self._excluded[pod]
-            return frozenset(self._excluded)
-
-
-def _priority_of(store: ClusterStore, ref: GangRef) -> int | None:
-    """The gang's priority, None when it cannot be read (its PodGang or pod is gone)."""
-    if ref.solo:
-        pod = store.pod(f"{ref.namespace}/{ref.name}")
-        return gang_priority(None, (pod,), store).value if pod is not None else None
-    podgang = store.podgang(ref.key)
-    return gang_priority(podgang, store.pods_of_gang(ref.key), store).value if podgang is not None else None
+        if now - self._floor[0] < 1.0:
+            return self._floor[1]
+        foreign = [p.priority for p in self._store.foreign_pods() if p.node and not p.terminal]
+        gangs = {gang_ref_of(p) for p in self._store.pods() if p.spec.nodeName}
+        gangs.update(ref for ref, _ in self._table.reserved_gangs())
+        ours = [priority_of(self._store, ref) for ref in gangs]
+        self._floor = (now, min((v for v in (*foreign, *ours) if v is not None), default=2**62))
+        return self._floor[1]
 
 
 def _memo(basis: PlanBasis, store: ClusterStore) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from scheduler.extender.coordinator.evictions import Evictor
 from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.head import HeadPlanner
-from scheduler.extender.coordinator.making_room import RoomMaker, RoomSettings
+from scheduler.extender.coordinator.making_room import Room, RoomMaker, RoomSettings
 from scheduler.extender.coordinator.members import GangMembers, GangRef, gang_members
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.coordinator.solving import PlanOutcome, Solver, plan_gang
@@ -121,11 +121,15 @@ class Planner:
                 if left:
                     self._busy[ref.key] = left
 
-    def make_room(self, ref: GangRef) -> bool:
-        """If the gang was refused for room, let lower-priority work make way for it (``making_room``); True when
-        it got a plan. Serialised with every plan: both read and write the reservations."""
+    def make_room(self, ref: GangRef) -> Room:
+        """If the gang was refused for room, let lower-priority work make way for it (``making_room``); one that
+        fits as things are now is planned the usual way. Serialised with every plan: both read and write the
+        reservations."""
         with self._serial:
-            return self.room.try_for(ref)
+            outcome = self.room.try_for(ref)
+            if outcome is Room.FITS:
+                self._plan(ref, force=True, for_pod=None)
+            return outcome
 
     def sweep_refused(self) -> None:
         """Give every refused gang that may preempt something another chance to have room made (the tick)."""

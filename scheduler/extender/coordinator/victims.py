@@ -31,7 +31,7 @@ from scheduler.extender.state.store import ClusterStore
 from scheduler.extender.translation.priority import gang_priority, pod_priority
 from scheduler.kube.foreign import ForeignPod
 
-__all__ = ["Candidates", "VictimPod", "gather"]
+__all__ = ["Candidates", "VictimPod", "gather", "priority_of"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def gather(
     for ref, held in table.reserved_gangs():
         if ref.key == preemptor.key:
             continue
-        value = _priority_of(store, ref)
-        if value < priority and _touches(useful, [node for node, _ in held.values()]):
+        value = priority_of(store, ref)
+        if value is not None and value < priority and _touches(useful, [node for node, _ in held.values()]):
             found.gangs[ref.key] = VictimGang(ref.key, value, reserved=True)
             found.reserved[ref.key] = ref
             found.victims.extend(Victim(pod, node, demand, ref.key) for pod, (node, demand) in sorted(held.items()))
@@ -119,11 +119,13 @@ def _budgets(store: ClusterStore, labels: Mapping[str, Mapping[str, dict[str, st
     return found
 
 
-def _priority_of(store: ClusterStore, ref: GangRef) -> int:
+def priority_of(store: ClusterStore, ref: GangRef) -> int | None:
+    """The gang's priority (``translation.priority``), None when it cannot be read (its PodGang or pod is gone)."""
     if ref.solo:
         pod = store.pod(f"{ref.namespace}/{ref.name}")
-        return pod_priority(pod, store) if pod is not None else 0
-    return gang_priority(store.podgang(ref.key), store.pods_of_gang(ref.key), store).value
+        return pod_priority(pod, store) if pod is not None else None
+    podgang = store.podgang(ref.key)
+    return gang_priority(podgang, store.pods_of_gang(ref.key), store).value if podgang is not None else None
 
 
 def _touches(useful: Collection[str] | None, nodes: Collection[str]) -> bool:
