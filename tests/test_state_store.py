@@ -154,3 +154,18 @@ def test_watch_events_are_counted_by_kind_and_a_relist_is_not() -> None:
     store.apply("Pod", "DELETED", pod("a", node_name="n0"))
     store.apply("Node", "MODIFIED", node("n0"))
     assert store.events_applied() == {"Node": 1, "Pod": 2, "PodGang": 0, "PriorityClass": 0, "PodDisruptionBudget": 0}
+
+
+def test_the_lowest_priority_of_other_schedulers_pods_holding_capacity_is_kept_as_they_come_and_go() -> None:
+    store = ClusterStore()
+    store.replace("Node", [node("n0")])
+    assert store.lowest_foreign_priority() is None
+    low = make_pod("low").scheduler("default-scheduler").priority(-5).on("n0").obj()
+    mid = make_pod("mid").scheduler("default-scheduler").priority(7).on("n0").obj()
+    pending = make_pod("pending").scheduler("default-scheduler").priority(-100).obj()  # holds nothing
+    store.replace("Pod", [low, mid, pending])
+    assert store.lowest_foreign_priority() == -5
+    store.apply("Pod", "DELETED", low)
+    assert store.lowest_foreign_priority() == 7
+    store.apply("Pod", "MODIFIED", mid.model_copy(update={"status": mid.status.model_copy(update={"phase": "Failed"})}))
+    assert store.lowest_foreign_priority() is None

@@ -330,11 +330,11 @@ class RoomMaker:
         now = self._clock()
         if now - self._floor[0] < 1.0:
             return self._floor[1]
-        foreign = [p.priority for p in self._store.foreign_pods() if p.node and not p.terminal]
         gangs = {gang_ref_of(p) for p in self._store.pods() if p.spec.nodeName}
         gangs.update(ref for ref, _ in self._table.reserved_gangs())
-        ours = [priority_of(self._store, ref) for ref in gangs]
-        self._floor = (now, min((v for v in (*foreign, *ours) if v is not None), default=2**62))
+        values = [priority_of(self._store, ref) for ref in gangs]
+        values.append(self._store.lowest_foreign_priority())
+        self._floor = (now, min((v for v in values if v is not None), default=2**62))
         return self._floor[1]
 
 

@@ -48,6 +48,7 @@ class PodIndex:
         self.requests: dict[str, ResourceVector] = {}  # our pods; a ForeignPod carries its own
         self.used: dict[str, ResourceVector] = {}
         self.placements = 0  # grows whenever a pod starts holding a node's capacity, or a held pod changes
+        self.foreign_priorities: dict[int, int] = {}  # priority → other schedulers' pods holding capacity with it
 
     def __contains__(self, key: str) -> bool:
         return key in self.ours or key in self.foreign
@@ -95,6 +96,8 @@ class PodIndex:
             used = self.used.setdefault(node, {})
             for name, amount in requests.items():
                 used[name] = used.get(name, 0) + amount
+            if isinstance(pod, ForeignPod):
+                self.foreign_priorities[pod.priority] = self.foreign_priorities.get(pod.priority, 0) + 1
 
     def _unindex(self, key: str, pod: Pod | ForeignPod) -> None:
         if isinstance(pod, ForeignPod):
@@ -111,6 +114,12 @@ class PodIndex:
                 if not self.by_gang[gang]:
                     del self.by_gang[gang]
         node = _node_held(pod)
+        if node and isinstance(pod, ForeignPod):
+            left = self.foreign_priorities.get(pod.priority, 0) - 1
+            if left > 0:
+                self.foreign_priorities[pod.priority] = left
+            else:
+                self.foreign_priorities.pop(pod.priority, None)
         if node:
             used = self.used.get(node, {})
             for name, amount in requests.items():

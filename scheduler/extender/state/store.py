@@ -188,6 +188,12 @@ class ClusterStore:
         with self._lock:
             return self._pods.get(key)
 
+    def lowest_foreign_priority(self) -> int | None:
+        """The lowest ``spec.priority`` among other schedulers' pods holding capacity (None: there are none): kept as
+        pods come and go, so the preemption sweep need not read every pod of the cluster each second."""
+        with self._lock:
+            return min(self._pods.foreign_priorities, default=None)
+
     def foreign_pods(self) -> list[ForeignPod]:
         with self._lock:
             return list(self._pods.foreign.values())
