@@ -331,3 +331,23 @@ def test_a_refused_gang_that_fits_as_things_are_is_planned_the_usual_way() -> No
     made = h.coordinator.metrics.preemptions
     assert all(made.labels(outcome)._value.get() == 0 for outcome in ("yielded", "evicting"))
     assert h.writer.evictions == []
+
+
+def test_refused_gangs_are_swept_once_a_second_however_often_the_planner_ticks() -> None:
+    # The planner's tick follows every batch of work (hundreds a second under load): each sweep reads every gang's
+    # state, so it must not run with each tick (bench_e2e --real found it most of the planner thread's CPU).
+    h, _ = _full_cluster(CALM)
+    h.coordinator.plan_ahead(GangRef("default", "high"))  # refused: a Never gang on a full cluster
+    tried: list[GangRef] = []
+
+    def counting(ref: GangRef) -> Room:
+        tried.append(ref)
+        return Room.NONE
+
+    room = h.coordinator.planner.room
+    room.sweep(counting)
+    room.sweep(counting)
+    assert tried == [GangRef("default", "high")]
+    h.clock.advance(1.0)
+    room.sweep(counting)
+    assert len(tried) == 2

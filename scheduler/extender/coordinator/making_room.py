@@ -114,6 +114,7 @@ class RoomMaker:
             exclude_seconds=settings.exclude_seconds,
         )
         self._floor: tuple[float, int] = (-1e18, 2**62)  # (when read, the lowest priority that could make way)
+        self._swept = -1e18
 
     def try_for(self, ref: GangRef) -> Room:
         """Make room for the gang if it was refused and something below it can make way."""
@@ -150,6 +151,10 @@ class RoomMaker:
         kube-scheduler does not call the extender for a pod no node has room for (its own filters refuse them all
         first), so a refused gang would otherwise wait for news that nothing sends: a lower-priority gang bound
         since, or planned, is a victim now."""
+        now = self._clock()
+        if now - self._swept < 1.0:
+            return  # the planner's tick follows every batch of work: a sweep per second is enough
+        self._swept = now
         refused = self._table.refused()
         if not refused:
             return
