@@ -23,7 +23,8 @@ finished one does, PodGang and all, and arrives again when the engine puts it ba
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 from api.core import Node, Pod, PriorityClass
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, PodRef
@@ -37,10 +38,15 @@ from scheduler.extender.coordinator.making_room import RoomSettings
 from scheduler.extender.state.store import ClusterStore
 
 _DAY = 86_400.0
+T = TypeVar("T")
 
 
 async def _at_once(seconds: float) -> None:
     await asyncio.sleep(0)
+
+
+async def _inline(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    return call(*args, **kwargs)
 
 
 class CoordinatorStep:
@@ -79,6 +85,9 @@ class CoordinatorStep:
             # Every member reaches bind within this one pass, so no call needs to wait for the rest: the ready
             # members are bound by the call that completes the gang.
             timer=_at_once,
+            # Plans run on the loop, as in the lifecycle simulator: in a worker thread (serve's way) a plan races
+            # the release binding the gang's ready members, and the replay stops being repeatable.
+            blocking=_inline,
         )
         self._names = [node.name for node in nodes]
         self._loop = asyncio.new_event_loop()
