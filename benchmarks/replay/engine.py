@@ -182,7 +182,7 @@ class _Replay:
             by_gang.setdefault(owner[pod], []).append(pod)
         for gang, pods in sorted(by_gang.items()):
             run.gpus_evicted_for += self._evict(self.index[gang], pods)
-        self._check_gangs(self.runs[i] for i in (self.index[gang] for gang in by_gang))
+        self._check_gangs()
         self.evicted_in_pass = True
         self._decide(index, run.remaining())
         record.started = run.start is not None
@@ -211,9 +211,10 @@ class _Replay:
             self.step.arrived(run.gang)
         return gpus
 
-    def _check_gangs(self, runs: Iterable[GangRun]) -> None:
-        """Read from the ledger, not from the choice: a running gang with a group below its minReplicas is broken."""
-        for run in runs:
+    def _check_gangs(self) -> None:
+        """Every running gang, read from the ledger (not from the choice, nor from which gangs it named): one with a
+        group below its minReplicas is broken."""
+        for run in self.runs:
             if not run.running:
                 continue
             for group in run.gang.request.groups:

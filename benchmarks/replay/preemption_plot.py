@@ -22,7 +22,7 @@ def has_priorities(runs: Sequence[Mapping[str, Any]]) -> bool:
 def write_preemption_plot(runs: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     """``runs`` are the bench's per-snapshot JSON objects (``{"snapshot", "policies"}``)."""
     columns = max(1, len(runs))
-    figure = Figure(figsize=(7 * columns, 13))
+    figure = Figure(figsize=(9 * columns, 13))
     axes = figure.subplots(3, columns, squeeze=False)
     for column, run in enumerate(runs):
         policies: Mapping[str, Mapping[str, Any]] = run["policies"]
@@ -86,9 +86,9 @@ def _gpu_hours(ax: Any, policies: Mapping[str, Mapping[str, Any]]) -> None:
     ax.bar(positions, lost, 0.5, bottom=kept, label="GPU-h delivered, then lost to evictions")
     per_gang = [policies[n].get("gpusEvictedPerHighPriorityGang") for n in names]
     for i, (height, value, gone) in enumerate(zip(delivered, per_gang, lost, strict=True)):
-        text = f"{height:,.0f} GPU-h, {gone:,.0f} lost\n{value or 0:g} GPUs evicted per high-priority gang"
+        text = f"{height:,.0f} GPU-h, {gone:,.0f} lost\n{value or 0:.1f} GPUs evicted\nper high-priority gang"
         ax.annotate(text, (i, height), ha="center", va="bottom", fontsize="small")
-    ax.set_ylim(0, max(delivered, default=1.0) * 1.2)
+    ax.set_ylim(0, max(delivered, default=1.0) * 1.35)
     ax.set_xticks(list(positions), names, rotation=10, fontsize="small")
     ax.set_ylabel("GPU-hours")
     ax.set_title("What the GPUs did")
