@@ -14,7 +14,8 @@ A gang that does not fit and whose priority may preempt gets the preemption the 
 the victim model (``placement.preemption.plan_preemption``) picks the cheapest that lets the whole gang in, and the
 gang is placed on what they free. The victims it chose are gone for the gangs planned after it. Gangs planned earlier
 in the same run are never victims: they were planned first because their priority is at least this gang's. Gangs
-evicted whole are not planned again here (their controller re-creates their pods). With a baseline ``--policy`` no
+evicted whole are not planned again here (their controller re-creates their pods), and a gang with members bound
+already gets no preemption (the extender repairs it around them). With a baseline ``--policy`` no
 preemption is planned: the victim model checks fits with a policy that keeps gangs whole and their required packs
 (``cpsat``, ``topology-greedy``).
 
@@ -112,7 +113,12 @@ def plan_snapshot(
             result = Result(status=Status.INVALID, reason=str(err))
         else:
             result = solve(request, view, options)
-            if result.status is not Status.PLACED and victims is not None and priority.preempts:
+            if (
+                result.status is not Status.PLACED
+                and victims is not None
+                and priority.preempts
+                and not _under_way(gang, pods)
+            ):
                 result, view, made = victims.make_room(request, priority, view, options, refused=result)
             view = _reserve(view, request, result)
         log.info("planned gang=%s status=%s seconds=%.3f", gang.key, result.status.value, result.solve_seconds)
@@ -134,6 +140,11 @@ def plan_snapshot(
 
 def _members(gang: PodGang, pods: Mapping[str, Pod]) -> list[Pod]:
     return [pods[key] for key in gang.member_keys() if key in pods]
+
+
+def _under_way(gang: PodGang, pods: Mapping[str, Pod]) -> bool:
+    """Members bound already: the extender repairs such a gang around them, it does not make room for it."""
+    return any(pod.spec.nodeName and not pod.terminal for pod in _members(gang, pods))
 
 
 class _Victims:

@@ -178,3 +178,22 @@ def test_preemption_in_the_table_and_switched_off(tmp_path: Path, capsys: pytest
         ("wait", "Infeasible"),
     ]
     assert all(g["preemption"] is None for g in gangs)
+
+
+def test_a_gang_with_members_bound_already_gets_no_preemption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # HALF (priority 1000) has one member bound on n10 and one waiting; the other clique is full of low work, n11 is
+    # taken by a low pod too. The extender repairs HALF around its bound member rather than evicting for it.
+    items = [
+        _class("low", 100),
+        _class("high", 1000),
+        *_cluster(),
+        *_classed("l1", "low", workers=2, created="2026-01-01T00:00:00Z", on=["n00", "n01"]),
+        *_classed("l2", "low", workers=1, created="2026-01-01T00:00:00Z", on=["n11"]),
+    ]
+    half = [make_pod("half-0").gpus(8).gang("half").on("n10").dict(), make_pod("half-1").gpus(8).gang("half").dict()]
+    podgang = make_podgang("half").group("w", pods=["half-0", "half-1"]).pack(required=CLIQUE).priority_class("high")
+    items += [*half, podgang.created("2026-01-01T00:01:00Z").dict()]
+    (entry,) = _plan(capsys, "--snapshot", _write(tmp_path, items))["gangs"]
+    assert (entry["name"], entry["status"], entry["preemption"]) == ("half", "Infeasible", None)
