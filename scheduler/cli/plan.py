@@ -175,7 +175,9 @@ class _Victims:
             useful=_useful(request),
         )
         free = _with(view.free, found.coming_free)
-        chosen = plan_preemption(request, ClusterView(view.topology, free), found.victims, found.gangs, options)
+        chosen = plan_preemption(
+            request, ClusterView(view.topology, free), found.victims, found.gangs, options, budgets=found.budgets
+        )
         made = _described(chosen, found)
         if chosen.status is not Status.PLACED:
             return refused, view, made
