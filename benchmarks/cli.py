@@ -45,6 +45,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="CP-SAT workers (default: the solver's); 1 makes cpsat replays repeatable unless a solve times out",
     )
     parser.add_argument(
+        "--preemption",
+        default="off",
+        metavar="MODE[,MODE]",
+        help="replay only: off (default), cpsat (the victim model) or kai-greedy (the KAI-like greedy) chooses what a "
+        "waiting gang of higher priority evicts; each run also records the other chooser's choice at every decision. "
+        "Several, comma-separated, run side by side (policies cpsat, topology-greedy)",
+    )
+    parser.add_argument(
         "--direct",
         action="store_true",
         help="call placement.solve directly for gang policies too, instead of going through the gang coordinator",

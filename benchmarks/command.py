@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from benchmarks.replay.engine import replay
 from benchmarks.replay.fragmentation import make_fragmentation
 from benchmarks.replay.loading import WorkloadError, load_workload
 from benchmarks.replay.metrics import summarise
+from benchmarks.replay.preemption import MODES, OFF, Preemptor
 from benchmarks.replay.quality import make_domain_probe
 from benchmarks.replay.report import markdown_table
 from benchmarks.replay.solve_step import POD_BY_POD, SolveStep, solve_options
@@ -35,6 +37,9 @@ from topology import Topology
 log = logging.getLogger(__name__)
 
 BATCH_TIME_LIMIT = 0.25  # seconds per batch decision unless --time-limit says otherwise
+# All-or-nothing policies whose fit keeps required packs, one gang per decision: the victim choosers check fits with
+# the placement policy itself, and the engine preempts for steps that decide one gang at a time.
+PREEMPTING = ("cpsat", "topology-greedy")
 PLOT_HINT = "bench: --plot needs matplotlib, the 'bench' extra: pip install 'grove-extender[bench]'"
 
 
@@ -56,9 +61,19 @@ def _step(
         policy=policy,
         nodes=snapshot.nodes,
         background=background,
+        priority_classes=snapshot.priority_classes,
         time_limit_seconds=args.time_limit,
         workers=args.workers,
     )
+
+
+def _modes(args: argparse.Namespace) -> list[str]:
+    return [mode.strip() for mode in args.preemption.split(",") if mode.strip()]
+
+
+def _row(policy: str, mode: str) -> str:
+    """A result's name: the policy, and the preemption it ran with when that is not off."""
+    return policy if mode == OFF else f"{policy}, preemption {mode}"
 
 
 def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
@@ -68,9 +83,16 @@ def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, pr
     probe = make_domain_probe(topology)
     horizon = args.horizon_seconds or max((gang.arrival for gang in workload.gangs), default=0.0)
     results: dict[str, Any] = {}
-    for policy in policies:
-        task = progress.add_task(f"{Path(path).name} · {policy}", total=horizon or 1.0)
+    modes = _modes(args)
+    for policy, mode in ((policy, mode) for policy in policies for mode in modes):
+        name = _row(policy, mode)
+        task = progress.add_task(f"{Path(path).name} · {name}", total=horizon or 1.0)
         step = _step(policy, snapshot=snapshot, topology=topology, args=args)
+        preemptor = None
+        if mode != OFF:
+            options = solve_options(policy, time_limit_seconds=args.time_limit, workers=args.workers)
+            preemptor = Preemptor(mode, options, topology)
+        began = time.perf_counter()
         try:
             outcome = replay(
                 workload,
@@ -79,15 +101,17 @@ def _bench_snapshot(path: str, policies: list[str], args: argparse.Namespace, pr
                 fragmentation=fragmentation,
                 probe=probe,
                 progress=lambda now, task=task: progress.update(task, completed=now),  # type: ignore[misc]
+                preemptor=preemptor,
             )
         finally:
             if isinstance(step, CoordinatorStep):
                 step.close()
         progress.update(task, completed=horizon or 1.0)
-        results[policy] = summarise(outcome, topology)
+        results[name] = summarise(outcome, topology)
         route = "coordinator" if isinstance(step, CoordinatorStep) else "placement.solve"
-        results[policy]["decisionPath"] = f"placement.batch (K={args.batch_size})" if policy == BATCH else route
-        log.info("bench policy=%s snapshot=%s gpu_hours=%s", policy, path, results[policy]["gpuHoursDelivered"])
+        results[name]["decisionPath"] = f"placement.batch (K={args.batch_size})" if policy == BATCH else route
+        results[name]["replaySeconds"] = round(time.perf_counter() - began, 1)
+        log.info("bench policy=%s snapshot=%s gpu_hours=%s", name, path, results[name]["gpuHoursDelivered"])
     return {"snapshot": path, "policies": results}
 
 
@@ -103,6 +127,27 @@ def bench(args: argparse.Namespace) -> int:
             soft_wrap=True,
         )
         return 2
+    modes = _modes(args)
+    wrong = [mode for mode in modes if mode not in MODES]
+    preempting = [mode for mode in modes if mode != OFF]
+    if wrong or not modes or len(set(modes)) != len(modes):
+        console.print(
+            f"bench: --preemption must name some of {', '.join(MODES)}, each once; got {args.preemption!r}",
+            style="red",
+            markup=False,
+            soft_wrap=True,
+        )
+        return 2
+    if preempting and (args.fill or any(name not in PREEMPTING for name in policies)):
+        console.print(
+            f"bench: --preemption {','.join(preempting)} replays the policies {', '.join(PREEMPTING)} only (all-or-"
+            "nothing, one gang at a time, required packs kept: what the victim choosers check a fit with); not "
+            "with --fill",
+            style="red",
+            markup=False,
+            soft_wrap=True,
+        )
+        return 2
     if args.fill and args.seeds < 1:
         console.print("bench: --seeds must be at least 1", style="red", markup=False, soft_wrap=True)
         return 2
@@ -112,6 +157,7 @@ def bench(args: argparse.Namespace) -> int:
         try:
             from benchmarks.packing.plot import write_fill_plot
             from benchmarks.replay.plot import write_plot
+            from benchmarks.replay.preemption_plot import has_priorities, write_preemption_plot
         except ImportError:
             console.print(PLOT_HINT, style="red", markup=False, soft_wrap=True)
             return 2
@@ -139,5 +185,10 @@ def bench(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(runs[0] if len(runs) == 1 else runs, indent=1) + "\n")
     if args.plot:
-        (write_fill_plot if args.fill else write_plot)(runs, args.plot)
+        if args.fill:
+            write_fill_plot(runs, args.plot)
+        elif has_priorities(runs):
+            write_preemption_plot(runs, args.plot)
+        else:
+            write_plot(runs, args.plot)
     return 0

@@ -35,6 +35,20 @@ command="grove-extender bench --fill --snapshot benchmarks/snapshots/alibaba-het
     # shellcheck disable=SC2086
     $BIN/$command
 } > "benchmarks/results/fill-alibaba-openb.md"
+# Gang priority and preemption: the victim model (cpsat) against the KAI-like greedy on the one snapshot whose gangs
+# have different priorities (the three above name no PriorityClass: every gang ties, nothing can be preempted).
+command="grove-extender bench --snapshot benchmarks/snapshots/gb200-preemption.json.gz --policy cpsat \
+--preemption off,cpsat,kai-greedy --workers 1 --json benchmarks/results/gb200-preemption.json \
+--plot benchmarks/results/gb200-preemption.png"
+before="$(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck disable=SC2086
+output="$($BIN/$command)"
+{
+    printf '<!-- produced by: %s -->\n' "$command"
+    printf '<!-- on %s cores; load average (1, 5, 15 min) before: %s, after: %s -->\n\n' "$(nproc)" "$before" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '%s\n' "$output"
+} > benchmarks/results/gb200-preemption.md
 "$BIN/python" -m benchmarks.summary benchmarks/results/gb200-nvl72.json benchmarks/results/dgx-h100.json \
     benchmarks/results/alibaba-hetero.json > benchmarks/results/summary.md
 "$BIN/python" -m benchmarks.summary --fill benchmarks/results/fill-gb200-nvl72.json \

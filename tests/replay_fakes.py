@@ -3,7 +3,7 @@ expected numbers by hand. The real policies are exercised through ``placement.so
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.workload import ReplayGang, Workload
@@ -30,6 +30,8 @@ def gang(
     gpus: int,
     min_replicas: int | None = None,
     required: str | None = None,
+    priority: int = 0,
+    preempts: bool = True,
 ) -> ReplayGang:
     group = GroupRequest(
         name=f"{name}-worker",
@@ -38,7 +40,8 @@ def gang(
         min_replicas=pods if min_replicas is None else min_replicas,
     )
     packs = (PackScope(groups=(group.name,), required=required),) if required else ()
-    return ReplayGang(request=GangRequest("ns", name, (group,), packs), arrival=arrival, duration=duration)
+    request = GangRequest("ns", name, (group,), packs, priority=priority)
+    return ReplayGang(request=request, arrival=arrival, duration=duration, preempts=preempts)
 
 
 def workload(hosts: Sequence[HostSpec], gangs: Sequence[ReplayGang]) -> Workload:
@@ -72,6 +75,9 @@ class FirstFitGang:
         return None
 
     def completed(self, gang: ReplayGang) -> None:
+        return None
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None:
         return None
 
     def decide(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision:

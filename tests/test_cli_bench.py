@@ -90,3 +90,65 @@ def test_plot_without_the_bench_extra_says_how_to_install_it(snapshot_path: Path
     assert done.returncode == 2, done.stderr
     assert "pip install 'grove-extender[bench]'" in done.stderr
     assert not (tmp_path / "o.png").exists()
+
+
+PREEMPTION_KEYS = {
+    "highPriorityWaitMeanSeconds",
+    "highPriorityWaitP95Seconds",
+    "preemptions",
+    "gpusEvictedPerHighPriorityGang",
+    "gpuHoursLost",
+    "gangsBroken",
+    "preemptionComparison",
+}
+
+
+@pytest.fixture(scope="module")
+def preemption_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli-preemption")
+    path = root / "gb200-preemption.json.gz"
+    dump_snapshot(build("gb200-preemption", seed=2, data_dir=write_mini_traces(root / "data"), gangs=30), path)
+    return path
+
+
+def test_preemption_modes_side_by_side_with_the_comparison(
+    preemption_snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, png = tmp_path / "out.json", tmp_path / "out.png"
+    argv = ["bench", "--snapshot", str(preemption_snapshot), "--policy", "cpsat", "--workers", "1"]
+    assert main([*argv, "--preemption", "off,cpsat,kai-greedy", "--json", str(out), "--plot", str(png)]) == 0
+    policies = json.loads(out.read_text())["policies"]
+    assert list(policies) == ["cpsat", "cpsat, preemption cpsat", "cpsat, preemption kai-greedy"]
+    for metrics in policies.values():
+        assert set(metrics) >= ISSUE_KEYS | PREEMPTION_KEYS
+        assert metrics["gangsBroken"] == 0 and metrics["highPriorityGangs"] > 0
+    off, cpsat, greedy = policies.values()
+    assert off["preemptions"] == 0 and off["preemptionComparison"] is None
+    for metrics in (cpsat, greedy):
+        summary = metrics["preemptionComparison"]["summary"]
+        assert metrics["preemptions"] > 0 and summary["cpsatMore"] == 0
+        assert summary["bothPlaced"] == summary["cpsatFewer"] + summary["equal"]
+    # Preempting, the inference gangs wait less than without.
+    assert cpsat["highPriorityWaitMeanSeconds"] < off["highPriorityWaitMeanSeconds"]
+    table = capsys.readouterr().out
+    assert "Priorities and preemption" in table and "| cpsat, preemption kai-greedy | kai-greedy |" in table
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        pytest.param(["--preemption", "greedy"], "--preemption must name", id="unknown-mode"),
+        pytest.param(["--preemption", "cpsat", "--policy", "first-fit"], "cpsat, topology-greedy", id="pod-by-pod"),
+        pytest.param(["--preemption", "cpsat", "--policy", "cpsat-batch"], "cpsat, topology-greedy", id="batch"),
+        pytest.param(["--preemption", "cpsat", "--fill"], "not with --fill", id="fill"),
+    ],
+)
+def test_preemption_is_refused_where_it_is_not_replayed(
+    snapshot_path: Path, extra: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "--snapshot", str(snapshot_path), *extra]
+    if "--policy" not in extra:
+        argv += ["--policy", "cpsat"]
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.core import PriorityClass
 from benchmarks.replay.loading import WorkloadError, load_workload
 from scheduler.snapshot import DURATION_ANNOTATION, Snapshot
 from tests.builders import make_node, make_pod, make_podgang
@@ -66,3 +67,46 @@ def test_a_recorded_snapshot_without_durations_replays_with_the_default_and_is_r
         load_workload(snapshot)
     workload, _ = load_workload(snapshot, default_duration=3600.0)
     assert [(g.key, g.duration) for g in workload.gangs] == [("default/early", 3600.0), ("default/late", 3600.0)]
+
+
+def test_a_best_effort_pod_not_created_yet_is_no_crash() -> None:
+    # The PodGang names two pods, one of them guaranteed; g-1 (best-effort) does not exist yet. The translator
+    # plans without it; reading the members must not fail on it either (it raised KeyError).
+    pods = [make_pod("g-0").gpus(1).gang("g").obj()]
+    podgang = (
+        make_podgang("g")
+        .group("g-w", pods=["g-0", "g-1"], min_replicas=1)
+        .created("2026-01-01T00:00:00Z")
+        .annotation(DURATION_ANNOTATION, "60")
+        .obj()
+    )
+    workload, _ = load_workload(Snapshot(nodes=[make_node("n1").gpus(4).obj()], pods=pods, podgangs=[podgang]))
+    (gang,) = workload.gangs
+    assert [pod.key for pod in gang.pods] == ["default/g-0"]
+    assert gang.request.groups[0].pods == ("default/g-0",)
+
+
+def test_priority_and_preemption_policy_come_from_the_snapshots_priority_classes() -> None:
+    classes = [
+        PriorityClass.model_validate({"metadata": {"name": "inference"}, "value": 1000}),
+        PriorityClass.model_validate({"metadata": {"name": "queued"}, "value": 500, "preemptionPolicy": "Never"}),
+        PriorityClass.model_validate({"metadata": {"name": "training"}, "value": 100, "globalDefault": True}),
+    ]
+    pods = [make_pod(f"{name}-0").gpus(1).gang(name).obj() for name in ("inf", "queue", "plain")]
+    gangs = [
+        make_podgang(name)
+        .group(f"{name}-w", pods=[f"{name}-0"])
+        .created(f"2026-01-01T00:00:0{i}Z")
+        .annotation(DURATION_ANNOTATION, "60")
+        .priority_class(klass)
+        .obj()
+        for i, (name, klass) in enumerate((("inf", "inference"), ("queue", "queued"), ("plain", "")))
+    ]
+    snapshot = Snapshot(nodes=[make_node("n1").gpus(4).obj()], pods=pods, podgangs=gangs, priority_classes=classes)
+    workload, _ = load_workload(snapshot)
+    # inf names its class; queue's class never preempts; plain names none and takes the globalDefault class.
+    assert [(g.key, g.priority, g.preempts) for g in workload.gangs] == [
+        ("default/inf", 1000, True),
+        ("default/queue", 500, False),
+        ("default/plain", 100, True),
+    ]

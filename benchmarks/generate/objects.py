@@ -88,6 +88,8 @@ def gang_objects(
             group["topologyConstraint"] = role.pack.constraint()
         podgroups.append(group)
     spec: dict[str, Any] = {"podgroups": podgroups}
+    if shape.priority_class:
+        spec["priorityClassName"] = shape.priority_class
     if shape.pack:
         spec["topologyConstraint"] = shape.pack.constraint()
     if shape.configs:

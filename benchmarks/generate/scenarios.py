@@ -14,9 +14,10 @@ from api.core import GPU
 from benchmarks.generate import clusters
 from benchmarks.generate.nodes import CLIQUE, HOSTNAME, LEAF, PRODUCT
 from benchmarks.generate.objects import gang_objects
+from benchmarks.generate.priorities import PRIORITY_CLASSES, priority_arrivals
 from benchmarks.generate.shapes import GangShape, Pack, disaggregated, leader_workers, training
 from benchmarks.generate.traces import TraceDistributions, load_distributions
-from benchmarks.generate.workload import sample_arrivals, weighted
+from benchmarks.generate.workload import Arrival, sample_arrivals, weighted
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 NAMESPACE = "bench"
@@ -24,12 +25,19 @@ LOAD = 1.2
 ALIBABA_FRACTION = 1 / 16  # of each (model, GPUs, CPUs) stratum: the fleet's mix, at a size a bench run can take
 
 
+Arrivals = Callable[..., list[Arrival]]
+"""(rng, traces, capacity_gpus, count, load) → the gangs in arrival order, for a scenario whose workload is not one
+stream of one shape distribution."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
     nodes: Callable[[random.Random, Path], list[dict[str, Any]]]
-    shape: Callable[[random.Random, TraceDistributions, list[dict[str, Any]]], GangShape]
+    shape: Callable[[random.Random, TraceDistributions, list[dict[str, Any]]], GangShape] | None
     gangs: int  # enough arrivals for the window to span several mean run times
+    arrivals: Arrivals | None = None  # instead of ``shape`` at one Poisson rate
+    priority_classes: tuple[dict[str, Any], ...] = ()
 
 
 def _required_or_preferred(rng: random.Random, key: str, *, required_share: float) -> Pack:
@@ -141,27 +149,45 @@ SCENARIOS: dict[str, Scenario] = {
         _alibaba_shape,
         gangs=600,
     ),
+    # A high-priority inference gang arrives on a full cluster of training gangs (``priorities``): what
+    # ``bench --preemption`` compares the victim choosers on. 4 NVL72 racks (288 GPUs), about 6 h of arrivals.
+    "gb200-preemption": Scenario(
+        "gb200-preemption",
+        lambda _rng, _data: clusters.gb200_nvl72(racks=4, racks_per_leaf=2, leaves_per_spine=2),
+        None,
+        gangs=100,
+        arrivals=priority_arrivals,
+        priority_classes=PRIORITY_CLASSES,
+    ),
 }
 
 
 def build(
     name: str, *, seed: int, data_dir: Path, gangs: int | None = None, load: float = LOAD
 ) -> list[dict[str, Any]]:
-    """Every item of the scenario's snapshot: Nodes, then each PodGang followed by its pods, in arrival order."""
+    """Every item of the scenario's snapshot: Nodes, its PriorityClasses, then each PodGang followed by its pods, in
+    arrival order."""
     scenario = SCENARIOS[name]
     rng = random.Random(f"{name}/{seed}")  # str seeds hash deterministically (sha512), unlike hash()
     traces = load_distributions(data_dir)
     nodes = scenario.nodes(rng, data_dir)
     capacity = sum(int(node["status"]["allocatable"][GPU]) for node in nodes)
-    arrivals = sample_arrivals(
-        count=gangs or scenario.gangs,
-        load=load,
-        capacity_gpus=capacity,
-        shape=lambda r: scenario.shape(r, traces, nodes),
-        traces=traces,
-        rng=rng,
-    )
-    items = list(nodes)
+    if scenario.arrivals is not None:
+        arrivals = scenario.arrivals(
+            rng=rng, traces=traces, capacity_gpus=capacity, count=gangs or scenario.gangs, load=load
+        )
+    else:
+        shape = scenario.shape
+        assert shape is not None
+        arrivals = sample_arrivals(
+            count=gangs or scenario.gangs,
+            load=load,
+            capacity_gpus=capacity,
+            shape=lambda r: shape(r, traces, nodes),
+            traces=traces,
+            rng=rng,
+        )
+    items = [*nodes, *scenario.priority_classes]
     for index, arrival in enumerate(arrivals):
         pcs = f"{arrival.shape.kind}-{index:04d}"
         items.extend(

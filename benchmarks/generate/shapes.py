@@ -44,6 +44,7 @@ class GangShape:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     cpu_per_gpu: int = 16
     memory_gi_per_gpu: int = 128
+    priority_class: str | None = None  # the PodGang's spec.priorityClassName (Grove does not copy it to pods)
 
     @property
     def guaranteed_gpus(self) -> int:

@@ -4,7 +4,7 @@ on the replay's free capacity, with the shapes of the gangs that arrived so far 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.workload import ReplayGang
@@ -33,6 +33,9 @@ class BatchStep:
         self._recent.append(gang.request)
 
     def completed(self, gang: ReplayGang) -> None:
+        return None
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None:
         return None
 
     def decide_batch(

@@ -9,15 +9,24 @@ at completion the pods and the PodGang are deleted. Whatever the coordinator bou
 
 The coordinator's clock is the step's own: every decision happens a day after the previous one, so what a gang
 that did not complete held (its reservations, its ready members) has expired by the next decision, as it would
-have in the real time between two retries, and the replay stays deterministic.
+have in the real time between two retries, and the replay stays deterministic. Of the planner's tick the step
+runs the reservations' expiry only: the rest of it (``Coordinator.expire``) also sweeps refused gangs to make room
+for them, and in the replay preemption is the engine's (``--preemption``, the victims chosen by
+``placement.preemption`` on the engine's state): a sweep a simulated day apart would make room out of the engine's
+order, inside another gang's decision. For the same reason the coordinator's own room-making never evicts here.
+
+Evictions the engine decides reach the store as ``serve``'s do: through the in-memory writer's ``evict`` (the pod
+is marked deleting) and ``finalize_evictions`` (its kubelet deletes it). A gang evicted whole leaves the store as a
+finished one does, PodGang and all, and arrives again when the engine puts it back in the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
-from api.core import Node, Pod
+from api.core import Node, Pod, PriorityClass
 from api.extender import ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, PodRef
 from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.solve_step import solve_options
@@ -25,13 +34,19 @@ from benchmarks.replay.workload import ReplayGang
 from placement import GangRequest, GroupRequest, solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import Coordinator, CoordinatorConfig
+from scheduler.extender.coordinator.making_room import RoomSettings
 from scheduler.extender.state.store import ClusterStore
 
 _DAY = 86_400.0
+T = TypeVar("T")
 
 
 async def _at_once(seconds: float) -> None:
     await asyncio.sleep(0)
+
+
+async def _inline(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    return call(*args, **kwargs)
 
 
 class CoordinatorStep:
@@ -45,11 +60,13 @@ class CoordinatorStep:
         policy: str,
         nodes: Sequence[Node],
         background: Sequence[Pod] = (),
+        priority_classes: Sequence[PriorityClass] = (),
         time_limit_seconds: float | None = None,
         workers: int | None = None,
     ) -> None:
         options = solve_options(policy, time_limit_seconds=time_limit_seconds, workers=workers)
         self.store = ClusterStore()
+        self.store.replace("PriorityClass", list(priority_classes))
         self.store.replace("Node", list(nodes))
         self.store.replace("Pod", list(background))
         self.store.replace("PodGang", [])
@@ -63,11 +80,14 @@ class CoordinatorStep:
             # One gang at a time: the engine asks about one gang per decision and a simulated day passes between
             # decisions, so the reservations a batch made for the others would expire before their turn. Queue-aware
             # planning is replayed by ``cpsat-batch`` (``batch_step``), which hands the whole queue over at once.
-            config=CoordinatorConfig(solve=options, batch_size=1),
+            config=CoordinatorConfig(solve=options, batch_size=1, room=RoomSettings(evict=False)),
             clock=lambda: self._now,
             # Every member reaches bind within this one pass, so no call needs to wait for the rest: the ready
             # members are bound by the call that completes the gang.
             timer=_at_once,
+            # Plans run on the loop, as in the lifecycle simulator: in a worker thread (serve's way) a plan races
+            # the release binding the gang's ready members, and the replay stops being repeatable.
+            blocking=_inline,
         )
         self._names = [node.name for node in nodes]
         self._loop = asyncio.new_event_loop()
@@ -80,6 +100,15 @@ class CoordinatorStep:
             self.store.apply("Pod", "ADDED", pod)
         if gang.podgang is not None:
             self.store.apply("PodGang", "ADDED", gang.podgang)
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None:
+        for key in pods:
+            pod = self.store.pod(key)
+            if pod is not None:
+                self.writer.evict(namespace=pod.metadata.namespace, name=pod.metadata.name, uid=pod.metadata.uid)
+        self.writer.finalize_evictions()
+        if not self._bound({pod.key: pod for pod in gang.pods}):
+            self.completed(gang)  # evicted whole: gone from the store until the engine queues it again
 
     def completed(self, gang: ReplayGang) -> None:
         # A watch's DELETED event carries the object's last state (bound to its node): the coordinator learns
@@ -94,7 +123,7 @@ class CoordinatorStep:
 
     async def _schedule(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision:
         self._now += _DAY
-        self.coordinator.expire()
+        self.coordinator.table.expire(self._now)
         pods = {pod.key: pod for pod in gang.pods}
         bound_before = self._bound(pods)
         room = {node: dict(vector) for node, vector in free.items()}

@@ -3,7 +3,7 @@ where. The engine owns time and capacity; the step owns placement."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -33,7 +33,9 @@ class DecisionStep(Protocol):
     The engine calls ``arrived`` once per gang at its arrival, ``decide`` whenever the gang may now fit (with only
     its still-unbound pods in ``remaining`` and ``minReplicas`` lowered by those already bound), and ``completed``
     when it finishes. ``decide`` must not assume its binds are applied until it returns; the engine checks every
-    bind against capacity and fails the replay on any overcommit.
+    bind against capacity and fails the replay on any overcommit. When the replay preempts, ``evicted`` says which
+    bound pods of a running gang were evicted; a gang evicted whole is back in the queue, and ``arrived`` is
+    called for it again.
     """
 
     all_or_nothing: bool
@@ -41,6 +43,8 @@ class DecisionStep(Protocol):
     def arrived(self, gang: ReplayGang) -> None: ...
 
     def decide(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision: ...
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None: ...
 
     def completed(self, gang: ReplayGang) -> None: ...
 
@@ -65,5 +69,7 @@ class BatchDecisionStep(Protocol):
         """Decisions for the gangs that start, and the keys of every gang the step considered (the rest are
         left for another call)."""
         ...
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None: ...
 
     def completed(self, gang: ReplayGang) -> None: ...

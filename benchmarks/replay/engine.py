@@ -1,86 +1,46 @@
 """The discrete-event loop.
 
 Time advances from event to event: completions first (they free capacity), then arrivals, then one scheduling
-pass. Queue discipline is FIFO with backfill: waiting gangs are tried in arrival order and a gang that does not
-fit does not block later ones (no head-of-line reservation, as kube-scheduler's queue behaves). After a
-completion every waiting gang is retried; after arrivals only the new ones are, since capacity only shrank for the
-others. A cheap necessary check (enough free GPUs on eligible nodes) skips hopeless tries without asking the
-policy; it is the same for every policy.
+pass. Queue discipline is priority, then FIFO, with backfill: waiting gangs are tried highest priority first, then
+in arrival order, and a gang that does not fit does not block later ones (no head-of-line reservation, as
+kube-scheduler's queue behaves). After a completion every waiting gang is retried; after arrivals only the new ones
+are, since capacity only shrank for the others. A cheap necessary check (enough free GPUs on eligible nodes) skips
+hopeless tries without asking the policy; it is the same for every policy.
 
 A gang starts once every group has ``minReplicas`` pods bound; best-effort pods still unbound then are dropped.
 It runs for its duration and then releases all its pods. Pods bound to a gang that has not started are *held*;
 held GPU time of gangs that never start before the horizon is *stranded*.
+
+With a ``Preemptor`` (all-or-nothing steps only), a waiting gang that does not fit and whose priority may preempt
+has lower-priority running work make way (``preemption``): the chosen victims are evicted — a gang that loses every
+pod stops, its run so far is lost, and it goes back to the queue to start again from the beginning; a gang that
+loses only pods above its ``minReplicas`` runs on without them — and the step is asked again for the preemptor on
+what they freed. Evictions free capacity, so every waiting gang is then retried. After each eviction every running
+gang is checked against the ledger: one left with a group below ``minReplicas`` is *broken* (the validator should
+make that impossible; the replay counts it rather than trusting the chooser).
 """
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from api.core import GPU
 from benchmarks.replay.decision import BatchDecisionStep, Decision, DecisionStep
 from benchmarks.replay.ledger import Ledger
-from benchmarks.replay.workload import ReplayGang, Workload
-from placement.request import GangRequest
+from benchmarks.replay.preemption import PreemptionRecord, Preemptor, candidates, could_fit
+from benchmarks.replay.runs import GangRun, ReplayOutcome, Segment
+from benchmarks.replay.workload import Workload
+from placement.request import GangRequest, Status
+
+__all__ = ["Fragmentation", "GangRun", "Observer", "Probe", "ReplayOutcome", "replay"]
 
 _COMPLETION, _ARRIVAL = 0, 1
 
 Fragmentation = Callable[[Sequence[GangRequest], Mapping[str, Mapping[str, int]]], int]
 Probe = Callable[[GangRequest, Mapping[str, Mapping[str, int]]], bool]
 Observer = Callable[[float, Ledger], None]
-
-
-@dataclass
-class GangRun:
-    gang: ReplayGang
-    bound: dict[str, str] = field(default_factory=dict)  # pod → node, as placed (kept after completion)
-    start: float | None = None
-    end: float | None = None
-    held_gpu_seconds: float = 0.0
-    placement_score: float | None = None
-    decisions: int = 0
-    probe: bool | None = None  # the engine's probe, asked on the free view of the first decision that binds
-    _remaining: tuple[int, GangRequest] | None = field(default=None, repr=False)
-
-    @property
-    def bound_gpus(self) -> int:
-        demand = self.gang.demand
-        return sum(demand[pod].get(GPU, 0) for pod in self.bound)
-
-    def remaining(self) -> GangRequest:
-        """The gang's still-unbound pods, each group's ``minReplicas`` lowered by the pods already bound."""
-        if self._remaining is not None and self._remaining[0] == len(self.bound):
-            return self._remaining[1]  # pods are only ever added to ``bound`` while the gang waits
-        groups = []
-        for group in self.gang.request.groups:
-            placed = sum(1 for pod in group.pods if pod in self.bound)
-            pods = tuple(pod for pod in group.pods if pod not in self.bound)
-            groups.append(replace(group, pods=pods, min_replicas=max(0, group.min_replicas - placed)))
-        request = replace(self.gang.request, groups=tuple(groups))
-        self._remaining = (len(self.bound), request)
-        return request
-
-    def guaranteed_met(self) -> bool:
-        return all(
-            sum(1 for pod in group.pods if pod in self.bound) >= group.min_replicas
-            for group in self.gang.request.groups
-        )
-
-
-@dataclass
-class ReplayOutcome:
-    runs: list[GangRun]
-    horizon: float
-    capacity_gpus: int
-    decision_seconds: list[float] = field(default_factory=list)
-    running_gpu_seconds: float = 0.0
-    held_gpu_seconds: float = 0.0
-    background_gpu_seconds: float = 0.0
-    idle_gpu_seconds: float = 0.0
-    fragmented_gpu_seconds: float = 0.0
-    timeline: list[tuple[float, int, int]] = field(default_factory=list)  # (t, running GPUs, held GPUs)
 
 
 class _Replay:
@@ -92,8 +52,12 @@ class _Replay:
         horizon: float,
         fragmentation: Fragmentation | None,
         probe: Probe | None,
+        preemptor: Preemptor | None,
     ):
+        if preemptor is not None and (isinstance(step, BatchDecisionStep) or not step.all_or_nothing):
+            raise ValueError("preemption is replayed for all-or-nothing steps that decide one gang at a time")
         self.step = step
+        self.preemptor = preemptor
         self.horizon = horizon
         self.fragmentation = fragmentation
         self.probe = probe
@@ -103,13 +67,19 @@ class _Replay:
         self.background_gpus = self.ledger.used_gpus
         self.runs = [GangRun(gang) for gang in workload.gangs]
         self.outcome = ReplayOutcome(runs=self.runs, horizon=horizon, capacity_gpus=self.ledger.capacity_gpus)
-        self.waiting: list[int] = []  # run indices, arrival order
+        if preemptor is not None:
+            self.outcome.preemption = preemptor.policy
+        self.index = {gang.key: i for i, gang in enumerate(workload.gangs)}
+        self.waiting: list[int] = []  # run indices, in the order they (re)entered the queue
         self.running_gpus = 0
         self.fragmented = 0
         self.now = 0.0
+        self.releases = 0  # capacity given back so far (completions, evictions): a fruitless preemption memo
+        self.evicted_in_pass = False
         self._gpu_cache: dict[tuple[frozenset[str] | None, bool], int] = {}
-        self.events: list[tuple[float, int, int]] = [
-            (gang.arrival, _ARRIVAL, i) for i, gang in enumerate(workload.gangs)
+        # (time, kind, run index, the run's generation): a completion of a run since evicted is stale
+        self.events: list[tuple[float, int, int, int]] = [
+            (gang.arrival, _ARRIVAL, i, 0) for i, gang in enumerate(workload.gangs)
         ]
         heapq.heapify(self.events)
 
@@ -135,6 +105,7 @@ class _Replay:
         for pod in run.bound:
             self.ledger.release(pod)
         self._gpu_cache.clear()
+        self.releases += 1
         self.running_gpus -= run.bound_gpus
         run.end = self.now
         self.step.completed(run.gang)
@@ -172,15 +143,84 @@ class _Replay:
     def try_place(self, index: int) -> None:
         run = self.runs[index]
         remaining = run.remaining()
-        if not self._may_fit(remaining):
-            return
+        if self._may_fit(remaining):
+            self._decide(index, remaining)
+        if self.preemptor is not None and run.start is None and not run.bound and run.gang.preempts:
+            self._preempt(index, remaining)
+
+    def _decide(self, index: int, remaining: GangRequest) -> None:
         step = self.step
         assert isinstance(step, DecisionStep)
         free = self.ledger.free()
         began = time.perf_counter()
-        decision = step.decide(run.gang, remaining, free)
+        decision = step.decide(self.runs[index].gang, remaining, free)
         self.outcome.decision_seconds.append(time.perf_counter() - began)
         self._apply(index, decision, free)
+
+    def _preempt(self, index: int, remaining: GangRequest) -> None:
+        """Ask the choosers for victims; evict the applied one's and ask the step again on what they freed."""
+        assert self.preemptor is not None
+        run = self.runs[index]
+        if run.refused_at == self.releases:
+            return  # nothing was given back since its last fruitless attempt: it would find no room again
+        victims, gangs = candidates(remaining, ((r.gang, r.bound) for r in self.runs if r.running))
+        free = {node: dict(vector) for node, vector in self.ledger.free().items()}
+        if not victims or not could_fit(remaining, free, victims):
+            run.refused_at = self.releases
+            return
+        chosen, choices = self.preemptor.choose(remaining, free, victims, gangs)
+        record = PreemptionRecord(self.now, run.gang.key, run.gang.priority, self.preemptor.policy, choices)
+        self.outcome.preemptions.append(record)
+        if chosen.status is not Status.PLACED:
+            run.refused_at = self.releases
+            return
+        if not chosen.evicted:
+            return  # it fits on what is free: the step refused it for another reason (a time limit), not room
+        owner = {victim.key: victim.gang for victim in victims}
+        by_gang: dict[str, list[str]] = {}
+        for pod in chosen.evicted:
+            by_gang.setdefault(owner[pod], []).append(pod)
+        for gang, pods in sorted(by_gang.items()):
+            run.gpus_evicted_for += self._evict(self.index[gang], pods)
+        self._check_gangs()
+        self.evicted_in_pass = True
+        self._decide(index, run.remaining())
+        record.started = run.start is not None
+
+    def _evict(self, index: int, pods: Collection[str]) -> int:
+        """Evict ``pods`` of a running gang; returns their GPUs. All of its pods: the gang stops, loses its run so
+        far and waits again; some: it runs on without them."""
+        run = self.runs[index]
+        assert run.start is not None
+        demand = run.gang.demand
+        gpus = sum(demand[pod].get(GPU, 0) for pod in pods)
+        whole = set(pods) == set(run.bound)
+        run.past.append(Segment(dict(run.bound), gpus * (self.now - run.start), lost=whole))
+        for pod in pods:
+            self.ledger.release(pod)
+            del run.bound[pod]
+        self._gpu_cache.clear()
+        self.releases += 1
+        self.running_gpus -= gpus
+        self.step.evicted(run.gang, pods)
+        if whole:
+            run.start, run.placement_score, run.queued_since = None, None, self.now
+            run.evictions += 1
+            run.generation += 1
+            self.waiting.append(index)
+            self.step.arrived(run.gang)
+        return gpus
+
+    def _check_gangs(self) -> None:
+        """Every running gang, read from the ledger (not from the choice, nor from which gangs it named): one with a
+        group below its minReplicas is broken."""
+        for run in self.runs:
+            if not run.running:
+                continue
+            for group in run.gang.request.groups:
+                kept = sum(1 for pod in group.pods if self.ledger.node_of(pod) is not None)
+                if kept < group.min_replicas:
+                    self.outcome.broken.add(run.gang.key)
 
     def try_place_batch(self, indices: list[int]) -> None:
         """Batch steps: the gangs that may fit, in arrival order, handed over together; whatever the step did not
@@ -219,31 +259,54 @@ class _Replay:
             self._gpu_cache.clear()
         if run.guaranteed_met():
             run.start = self.now
+            if run.first_start is None:
+                run.first_start = self.now
+            run.queued_seconds += self.now - run.queued_since
             run.placement_score = decision.placement_score
             self.running_gpus += run.bound_gpus
             self.waiting.remove(index)
-            heapq.heappush(self.events, (self.now + run.gang.duration, _COMPLETION, index))
+            heapq.heappush(self.events, (self.now + run.gang.duration, _COMPLETION, index, run.generation))
+
+    def _by_priority(self, indices: Iterable[int]) -> list[int]:
+        """Highest priority first, then arrival (run indices are in arrival order)."""
+        return sorted(indices, key=lambda i: (-self.runs[i].gang.priority, i))
+
+    def _pass(self, indices: list[int]) -> None:
+        if isinstance(self.step, BatchDecisionStep):
+            self.try_place_batch(indices)
+            return
+        for index in indices:
+            if index in self.waiting:
+                self.try_place(index)
+
+    def _drop_stale(self) -> None:
+        """Completions of runs since evicted never happen."""
+        while self.events and self.events[0][1] == _COMPLETION:
+            _, _, index, generation = self.events[0]
+            if generation == self.runs[index].generation:
+                return
+            heapq.heappop(self.events)
 
     def run(self, observer: Observer | None, progress: Callable[[float], None] | None) -> ReplayOutcome:
+        self._drop_stale()
         while self.events and self.events[0][0] <= self.horizon:
             self.advance(self.events[0][0])
             freed, arrived = False, []
             while self.events and self.events[0][0] == self.now:
-                _, kind, index = heapq.heappop(self.events)
+                _, kind, index, generation = heapq.heappop(self.events)
                 if kind == _COMPLETION:
-                    self.complete(index)
-                    freed = True
+                    if generation == self.runs[index].generation:
+                        self.complete(index)
+                        freed = True
                 else:
                     self.waiting.append(index)
                     self.step.arrived(self.runs[index].gang)
                     arrived.append(index)
-            tried = list(self.waiting) if freed else arrived
-            if isinstance(self.step, BatchDecisionStep):
-                self.try_place_batch(tried)
-            else:
-                for index in tried:
-                    if index in self.waiting:
-                        self.try_place(index)
+            self._pass(self._by_priority(self.waiting if freed else arrived))
+            while self.evicted_in_pass:  # what the victims freed beyond the preemptor's need is anybody's now
+                self.evicted_in_pass = False
+                self._pass(self._by_priority(self.waiting))
+            self._drop_stale()
             self.ledger.check()
             if self.fragmentation is not None:
                 pending = [self.runs[i].remaining() for i in self.waiting]
@@ -267,10 +330,18 @@ def replay(
     probe: Probe | None = None,
     observer: Observer | None = None,
     progress: Callable[[float], None] | None = None,
+    preemptor: Preemptor | None = None,
 ) -> ReplayOutcome:
     """Run ``workload`` through ``step`` until ``horizon`` seconds (default: the last arrival, so the cluster is
-    contended for the whole measured window)."""
+    contended for the whole measured window); with ``preemptor``, waiting gangs of higher priority may evict."""
     if horizon is None:
         horizon = max((gang.arrival for gang in workload.gangs), default=0.0)
-    state = _Replay(workload=workload, step=step, horizon=horizon, fragmentation=fragmentation, probe=probe)
+    state = _Replay(
+        workload=workload,
+        step=step,
+        horizon=horizon,
+        fragmentation=fragmentation,
+        probe=probe,
+        preemptor=preemptor,
+    )
     return state.run(observer, progress)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from benchmarks.replay.workload import ReplayGang, Workload
 from scheduler.extender.translation.cluster_view import build_topology, holds_capacity
 from scheduler.extender.translation.gang_request import GangRequestError, gang_request
+from scheduler.extender.translation.priority import gang_priority
 from scheduler.snapshot import DURATION_ANNOTATION, Snapshot
 from topology import Level, Topology
 
@@ -25,7 +26,8 @@ def load_workload(
     the workload: each arrives at its ``metadata.creationTimestamp`` (the earliest one is t = 0) and runs for its
     ``grove-extender/duration-seconds`` annotation, or ``default_duration`` when it has none (a cluster recorded by
     ``grove-extender record`` has none: nobody knows yet how long its pending gangs will run). Gangs already
-    (partly) bound are background, not replayed.
+    (partly) bound are background, not replayed. A gang's priority (and whether it may preempt) is the one rule of
+    ``translation.priority``, through the snapshot's PriorityClasses.
     """
     topology = build_topology(snapshot.nodes, levels=levels)
     pods = {pod.key: pod for pod in snapshot.pods}
@@ -57,7 +59,8 @@ def load_workload(
             request = gang_request(gang, pods, snapshot.nodes, classes=snapshot)
         except GangRequestError as err:
             raise WorkloadError(str(err)) from None
-        pending.append((created, gang, request, duration, tuple(pods[key] for key in members)))
+        found = tuple(pods[key] for key in members if key in pods)
+        pending.append((created, gang, request, duration, found))
     pending.sort(key=lambda item: (item[0], item[1].key))
     start = pending[0][0] if pending else None
     gangs = tuple(
@@ -67,6 +70,7 @@ def load_workload(
             duration=duration,
             podgang=gang,
             pods=members,
+            preempts=gang_priority(gang, members, snapshot).preempts,
         )
         for created, gang, request, duration, members in pending
     )

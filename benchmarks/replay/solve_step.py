@@ -7,6 +7,7 @@ did not fit; kube-scheduler without gang support would bind those, so this step 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from benchmarks.replay.decision import Decision, Free
 from benchmarks.replay.workload import ReplayGang
@@ -49,6 +50,9 @@ class SolveStep:
         return None
 
     def completed(self, gang: ReplayGang) -> None:
+        return None
+
+    def evicted(self, gang: ReplayGang, pods: Collection[str]) -> None:
         return None
 
     def decide(self, gang: ReplayGang, remaining: GangRequest, free: Free) -> Decision:

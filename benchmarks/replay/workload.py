@@ -15,17 +15,24 @@ from topology import HostSpec
 
 @dataclass(frozen=True)
 class ReplayGang:
-    """One PodGang of the workload; ``arrival`` and ``duration`` in seconds from the replay's start."""
+    """One PodGang of the workload; ``arrival`` and ``duration`` in seconds from the replay's start. Its priority is
+    ``request.priority``; ``preempts`` is False when that priority's ``preemptionPolicy`` is ``Never`` (the gang goes
+    ahead of lower ones in the queue but evicts nothing)."""
 
     request: GangRequest
     arrival: float
     duration: float
     podgang: PodGang | None = None
     pods: tuple[Pod, ...] = ()
+    preempts: bool = True
 
     @property
     def key(self) -> str:
         return self.request.key
+
+    @property
+    def priority(self) -> int:
+        return self.request.priority
 
     @cached_property
     def demand(self) -> dict[str, Mapping[str, int]]:
