@@ -135,6 +135,28 @@ def test_a_plan_is_refused_when_a_member_became_ready_elsewhere_meanwhile() -> N
     assert table.planned(REF, commit=kept, basis=basis, now=0.0)
 
 
+def test_a_plan_is_refused_when_a_member_was_bound_elsewhere_meanwhile() -> None:
+    # A plan solved in a worker thread read w0 ready, not bound; the release bound it on n0 before the plan was
+    # committed. A plan putting w0 on n2 would double its capacity and split the gang: refused, planned again.
+    table = GangTable()
+    _planned(table)
+    basis = table.planning_basis(REF, now=0.0)
+    table.member_bound_observed(REF.key, PODS[0], node="n0")
+    moved = PlanCommit(
+        assignment={PODS[0]: "n2", PODS[1]: "n2", PODS[2]: "n1"},
+        kept={},
+        demands={pod: {GPU: 4} for pod in PODS},
+        groups=dict.fromkeys(PODS, "w"),
+        min_replicas={"w": 3},
+        bound={},
+        placement_score=1.0,
+        ttl_seconds=60.0,
+    )
+    assert not table.planned(REF, commit=moved, basis=basis, now=0.0)
+    around = PlanCommit(**{**moved.__dict__, "assignment": {PODS[1]: "n2", PODS[2]: "n1"}})
+    assert table.planned(REF, commit=around, basis=basis, now=0.0)
+
+
 def test_expiry_forgets_a_gang_with_nothing_bound_and_keeps_a_partly_bound_one() -> None:
     table = GangTable()
     _planned(table)

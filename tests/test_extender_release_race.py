@@ -13,7 +13,9 @@ scratch on what it reads — A full — puts w0, w1 and w2 in clique B, and the 
 plan's basis changed, although the members it moves are bound now. w2 is answered a node in B, while w0 and w1 run
 in A: the required pack is broken.
 
-Both are product bugs, reported and not fixed here: the tests are strict xfails, and fail once they are fixed.
+Both were product bugs: ``GangTable`` now refuses to install a plan that puts a member elsewhere than it was bound
+since the plan read the gang (the planner plans again around it), and topology-greedy places a request of
+best-effort pods only with none where they do not fit.
 """
 
 from __future__ import annotations
@@ -84,11 +86,6 @@ def _bind(p: Pod, node_name: str) -> ExtenderBindingArgs:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug (reported, not fixed here): GangTable installs a plan that moves members bound since its "
-    "basis was read, so a plan racing the release splits the gang across cliques",
-)
 def test_a_plan_racing_the_release_never_puts_a_member_outside_the_bound_members_clique() -> None:
     # Cliques A (a0, a1, a2; a2 busy) and B (b0..b3; b0 busy), 8 GPUs a node. G: 4 workers of 8 GPUs, 2 guaranteed,
     # required in one clique. Best fit puts w0, w1 on A's two free nodes (the tighter clique); A has no room for the
@@ -151,9 +148,6 @@ def test_a_request_of_best_effort_pods_that_do_not_fit_is_placed_with_none(polic
     assert (result.status, dict(result.assignment)) == (Status.PLACED, {})
 
 
-@pytest.mark.xfail(
-    strict=True, reason="placement bug (reported, not fixed here): topology-greedy refuses a request of extras only"
-)
 def test_topology_greedy_places_a_request_of_best_effort_pods_that_do_not_fit_with_none_too() -> None:
     result = _extras_only("topology-greedy")
     assert (result.status, dict(result.assignment)) == (Status.PLACED, {}), result.reason

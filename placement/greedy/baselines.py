@@ -14,6 +14,7 @@ from placement.explain import explain_infeasible, relaxation_reason
 from placement.greedy.extras import add_extras
 from placement.greedy.tally import Tally
 from placement.greedy.topology_greedy import topology_greedy
+from placement.objective import Counts
 from placement.outcome import planned, refused
 from placement.problem import Problem
 from placement.request import Result, SolveOptions, Status
@@ -116,7 +117,11 @@ def topology_greedy_policy(problem: Problem, options: SolveOptions) -> Result:
         whole = topology_greedy(problem.requiring([len(g.pods) for g in problem.groups]))
         if whole is not None:  # every pod fits as one gang: pack them together, as cpsat does
             return planned(problem, whole)
-    plan = topology_greedy(problem.guaranteed()) if reason is None else None
+    guaranteed = problem.guaranteed()
+    if reason is None and guaranteed.guaranteed_pods == 0:
+        plan: Counts | None = {}  # nothing guaranteed (best-effort pods asked for alone): placing none is a plan
+    else:
+        plan = topology_greedy(guaranteed) if reason is None else None
     if plan is None:
         return refused(reason or f"topology-greedy found no domain to hold the gang ({explain_infeasible(problem)})")
     return planned(problem, add_extras(problem, plan))

@@ -217,6 +217,10 @@ class GangTable:
         g = self._gangs.get(ref.key)
         if g is not None and g.structure != basis.structure:
             return False
+        if g is not None and any(
+            commit.assignment.get(pod, commit.kept.get(pod, node)) != node for pod, node in g.bound.items()
+        ):
+            return False  # a member was bound since the plan read the gang, elsewhere than the plan puts it
         moved = [
             pod
             for pod, member in (g.ready.items() if g else ())
