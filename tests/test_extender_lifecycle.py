@@ -305,3 +305,22 @@ def test_verbs_wait_for_the_first_list_instead_of_refusing_from_a_partial_cluste
         store.apply("Node", "ADDED", n)
     store.mark_synced()
     assert client.post("/filter", json=filter_body(pods[0], NAMES)).json()["NodeNames"]
+
+
+def test_after_a_restart_a_gang_cut_mid_release_is_planned_before_the_queue_head_takes_its_room() -> None:
+    # Clique A (a0, a1: 8 GPUs each) and B (b0, b1). "cut" (8 × 1 GPU, all guaranteed, required in one clique) was
+    # cut mid-release by a SIGKILL: 7 members bound on a0, w7 pending; it must finish in A, which has 9 GPUs free.
+    # Two fresh gangs wait; the first of 9 pods fits A's 9 free GPUs exactly, which best fit (partly used domains
+    # first) prefers. kube-scheduler offers a fresh gang's pod first: if the head were planned before "cut", it
+    # would take A and leave "cut" partly bound for good (make e2e's SIGKILL scenario: 2 of 100 gangs).
+    cut = [pod(f"cut-w{i}", gang="cut", gpus=1, node_name="a0" if i < 7 else "") for i in range(8)]
+    cut_gang = podgang("cut", {"w": ([p.metadata.name for p in cut], 8)}, required=CLIQUE)
+    nine, nine_gang = gang("nine", workers=9, gpus=1)
+    two, two_gang = gang("two", workers=2, gpus=1)
+    nodes = [node("a0", clique="A"), node("a1", clique="A"), node("b0", clique="B"), node("b1", clique="B")]
+    h = harness(nodes=nodes, pods=[*cut, *nine, *two], podgangs=[cut_gang, nine_gang, two_gang])
+    h.coordinator.plan_ahead(gang_ref_of(nine[0]))  # the head, before the resync reaches "cut"
+    states = {g["gang"]: g for g in h.coordinator.debug_gangs()}
+    assert states["default/cut"]["state"] == "PartiallyBound" and states["default/cut"]["plan"], states["default/cut"]
+    assert set(states["default/cut"]["plan"].values()) <= {"a0", "a1"}
+    assert states["default/nine"]["state"] == "Planned"

@@ -47,6 +47,10 @@ class _Waiting:
     gang: Translated
 
 
+def _has_bound(store: ClusterStore, gang: str) -> bool:
+    return any(pod.spec.nodeName and not pod.terminal for pod in store.pods_of_gang(gang))
+
+
 class HeadPlanner:
     """Plans the head of the waiting queue; the caller (``Planner``) holds its lock around every call."""
 
@@ -73,25 +77,24 @@ class HeadPlanner:
         self._topologies = topologies
         self._eligibility = eligibility
 
-    def waiting_with(self, ref: GangRef) -> list[GangRef]:
+    def waiting_with(self, ref: GangRef) -> tuple[list[GangRef], list[GangRef]]:
         """The gangs waiting for a first placement, oldest first, if ``ref`` is one of them and not alone (one
-        gang alone is planned as one); else empty."""
+        gang alone is planned as one), else none; and, beside them, the gangs under way (a member bound) with no
+        record in the table: their missing members must be planned before the head takes the room they need."""
         if ref.solo or self._size <= 1:
-            return []
+            return [], []
         podgangs = sorted(self._store.podgangs(), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key))
         refs = {g.key: GangRef(g.metadata.namespace, g.metadata.name) for g in podgangs}
-        keys = self._table.unstarted(list(refs))
-        # A gang with a member bound (found so after a restart, say) is under way, whatever the table knows; a gang
-        # whose pods our kube-scheduler profile never offers is not ours to hold capacity for.
-        keys = [
-            key
-            for key in keys
-            if self._store.gang_offered(key)
-            and not any(p.spec.nodeName and not p.terminal for p in self._store.pods_of_gang(key))
+        # A gang whose pods our kube-scheduler profile never offers is not ours to hold capacity for; a gang with a
+        # member bound (found so after a restart, say) is under way, whatever the table knows.
+        keys = [key for key in self._table.unstarted(list(refs)) if self._store.gang_offered(key)]
+        under_way = [
+            key for key in keys if any(p.spec.nodeName and not p.terminal for p in self._store.pods_of_gang(key))
         ]
+        keys = [key for key in keys if key not in set(under_way)]
         if ref.key not in keys or len(keys) < 2:
-            return []
-        return [refs[key] for key in keys]
+            return [], []
+        return [refs[key] for key in keys], [refs[key] for key in under_way]
 
     def plan(self, ref: GangRef, queue: Sequence[GangRef]) -> str | None:
         """Plan the head of ``queue`` (oldest first) in one model and commit every outcome; returns why ``ref``

@@ -148,8 +148,13 @@ class Planner:
             # A gang short of pods (fewer exist than a group's minimum) cannot be placed, alone or in the queue's
             # head: the one-gang path says so (the translator's message) without sorting every waiting gang, which
             # with pods arriving one by one it would do once per arrival.
-            queue = [] if _short_of_pods(members) else self._head.waiting_with(ref)
+            queue, under_way = ([], []) if _short_of_pods(members) else self._head.waiting_with(ref)
             if queue:  # waiting beside others for a first placement: the head of the queue is planned together
+                for repaired in under_way:
+                    # After a restart a gang cut mid-release has members bound and no plan: its missing members
+                    # need room in the domains their bound mates hold, which the head would otherwise give away
+                    # (a partly bound gang left so for good).
+                    self._plan(repaired, force=False, for_pod=None)
                 return self._head.plan(ref, queue)
             facts = _facts(members, basis)
             only = for_pod if for_pod in facts.pending and _stands(members, facts.bound) else None
