@@ -196,12 +196,7 @@ class GangTable:
             g = self._record(ref)
             g.plan_status, g.refusal, g.transient = PlanStatus.INFEASIBLE, reason, False
             g.decided = (basis.structure, basis.news, basis.epoch) if proven else None
-            self._stop_awaiting(g)
-            for pod in list(g.ready):
-                g.unset_ready(pod)
-            g.plan = {}
-            g.replans += 1
-            self._keep_reservations(g, set())
+            self._give_back(g)
 
     def planned(self, ref: GangRef, *, commit: PlanCommit, basis: PlanBasis, now: float) -> bool:
         """Install a plan, unless the gang moved past its basis (a member lost, or one became ready on another
