@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 from api.extender import ExtenderBindingArgs, ExtenderBindingResult
 from scheduler.extender.coordinator.decisions import Done, Fail, decide_bind, ready_message
-from scheduler.extender.coordinator.gang_state import ReadyMember
+from scheduler.extender.coordinator.gang_state import PodFacts, ReadyMember
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
-from scheduler.extender.coordinator.release import Releaser, pod_facts
+from scheduler.extender.coordinator.release import Releaser
 from scheduler.extender.coordinator.waiters import BindWaiters
 from scheduler.extender.state.store import ClusterStore
 
@@ -58,7 +58,7 @@ class Binder:
         ref = gang_ref_of(stored) if stored is not None else None
         member = self._table.member(ref.key, key) if ref is not None else None
         decision = decide_bind(
-            key=key, request_uid=args.PodUID, node=args.Node, pod=pod_facts(self._store, key), member=member
+            key=key, request_uid=args.PodUID, node=args.Node, pod=PodFacts.of(self._store, key), member=member
         )
         if isinstance(decision, Done):
             return ExtenderBindingResult()

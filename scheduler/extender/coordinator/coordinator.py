@@ -45,6 +45,7 @@ from scheduler.extender.coordinator.decisions import (
 )
 from scheduler.extender.coordinator.events import StoreEvents
 from scheduler.extender.coordinator.evictions import Evictor
+from scheduler.extender.coordinator.gang_state import PodFacts
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.gathering import ArrivalRate, GatherWindow
 from scheduler.extender.coordinator.making_room import RoomSettings
@@ -53,7 +54,7 @@ from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.coordinator.nominations import Nominator
 from scheduler.extender.coordinator.planning import Planner
 from scheduler.extender.coordinator.preemption import vetoed_nodes
-from scheduler.extender.coordinator.release import Releaser, pod_facts
+from scheduler.extender.coordinator.release import Releaser
 from scheduler.extender.coordinator.reporting import PodGangStatusReporter
 from scheduler.extender.coordinator.solving import Solver
 from scheduler.extender.coordinator.topology_cache import TopologyCache
@@ -208,31 +209,39 @@ class Coordinator:
         if (unready := self._unready()) is not None:
             self._answers["error"].inc()
             return ExtenderFilterResult(Error=unready)
-        key = args.Pod.key
-        stored = self.store.pod(key)
+        stored = self.store.pod(args.Pod.key)
         ref = gang_ref_of(stored) if stored is not None else None
+        decision = self._decide(args, ref, candidates) if ref is None else await self._filter(args, ref, candidates)
+        answer = "node" if isinstance(decision, Accept) else "error" if isinstance(decision, Retry) else "refused"
+        self._answers[answer].inc()
+        return _encode(args, candidates, decision)
+
+    async def _filter(self, args: ExtenderArgs, ref: GangRef, candidates: list[str]) -> FilterDecision:
+        """The decision for a member of a gang, and what it sets going: a ``Replan`` is made (its transition, then
+        a plan) and decided again; a refusal while a plan is under way waits for that plan (it may lift it); a
+        ready member of a gang complete by other means starts the release; a refusal asks whether lower-priority
+        work may make way (the planner thread looks)."""
+        key = args.Pod.key
         decision = self._decide(args, ref, candidates)
-        if ref is not None and isinstance(decision, Replan):
+        if isinstance(decision, Replan):
             reason = await self._replan(ref, key, decision)
             decision = self._decide(args, ref, candidates)
             if isinstance(decision, Replan):
                 decision = Refuse(reason or f"gang {ref.key}: pod {key} has no place in the current plan")
-        elif ref is not None and isinstance(decision, Refuse) and self.planner.busy(ref.key):
+        elif isinstance(decision, Refuse) and self.planner.busy(ref.key):
             # A plan under way (the background worker's) may be about to lift this refusal: kube-scheduler would
             # park the pod for a while on a stale answer. Wait for it and answer what it decided.
             await self._blocking(self.planner.plan, ref)
             decision = self._decide(args, ref, candidates)
             if isinstance(decision, Replan):
                 decision = Refuse(f"gang {ref.key}: pod {key} has no place in the current plan")
-        if ref is not None and isinstance(decision, Retry):
+        if isinstance(decision, Retry):
             member = self.table.member(ref.key, key)
             if member is not None and member.ready and member.complete:
                 self.releaser.start(ref)  # completed by something other than a bind call (e.g. a lowered minimum)
-        if ref is not None and isinstance(decision, Refuse):
-            self.work.put(("preempt", ref))  # lower-priority work may make way for it: the planner thread looks
-        answer = "node" if isinstance(decision, Accept) else "error" if isinstance(decision, Retry) else "refused"
-        self._answers[answer].inc()
-        return _encode(args, candidates, decision)
+        if isinstance(decision, Refuse):
+            self.work.put(("preempt", ref))
+        return decision
 
     async def prioritize(self, args: ExtenderArgs) -> Sequence[HostPriority]:
         if self._unready() is not None:
@@ -366,7 +375,7 @@ class Coordinator:
             key=key,
             request_uid=args.Pod.metadata.uid,
             nominated=args.Pod.status.nominatedNodeName,
-            pod=pod_facts(self.store, key),
+            pod=PodFacts.of(self.store, key),
             member=self.table.member(ref.key, key) if ref is not None else None,
             candidates=candidates,
             fits=self._fits,

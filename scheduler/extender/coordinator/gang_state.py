@@ -14,6 +14,7 @@ from typing import Any
 
 from api.core import ResourceVector
 from scheduler.extender.coordinator.members import GangRef
+from scheduler.extender.state.store import ClusterStore
 
 __all__ = [
     "GangRecord",
@@ -221,11 +222,19 @@ class GangSummary:
 
 @dataclass(frozen=True)
 class PodFacts:
-    """What the store says about a pod right now (``known`` False: not in the store)."""
+    """What the store says about a pod right now (``known`` False: not in the store, or finished)."""
 
     known: bool
     uid: str = ""
     node_name: str = ""
+
+    @classmethod
+    def of(cls, store: ClusterStore, key: str) -> PodFacts:
+        """The pod's facts as the store holds them: a read on filter's and bind's path."""
+        pod = store.pod(key)
+        if pod is None or pod.terminal:
+            return cls(known=False)
+        return cls(known=True, uid=pod.metadata.uid, node_name=pod.spec.nodeName)
 
 
 @dataclass(frozen=True)

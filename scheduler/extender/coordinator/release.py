@@ -32,7 +32,7 @@ from scheduler.extender.coordinator.waiters import BindWaiters, Timer
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
 
-__all__ = ["Releaser", "RetryPolicy", "pod_facts"]
+__all__ = ["Releaser", "RetryPolicy"]
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +59,6 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return float(min(self.max_seconds, self.first_seconds * 2**attempt))
-
-
-def pod_facts(store: ClusterStore, key: str) -> PodFacts:
-    pod = store.pod(key)
-    if pod is None or pod.terminal:
-        return PodFacts(known=False)
-    return PodFacts(known=True, uid=pod.metadata.uid, node_name=pod.spec.nodeName)
 
 
 class Releaser:
@@ -103,7 +96,7 @@ class Releaser:
             while True:
                 batch = self._table.release_started(
                     ref.key,
-                    pod_facts=lambda key: pod_facts(self._store, key),
+                    pod_facts=lambda key: PodFacts.of(self._store, key),
                     used_on=self._store.used_on,
                     allocatable_of=self._store.allocatable_of,
                 )
