@@ -4,12 +4,12 @@ kube-scheduler calls ``filter`` then ``bind`` for every pod; whatever the HTTP s
 every pod, before the extender decides anything. Two measurements, in one run:
 
 1. **In process**: decoding a kube-scheduler-shaped filter body (a ~2 KB Pod and every node name) and a bind body,
-   and encoding the replies; then a whole call through ``api.app.create_app`` over a stub extender that answers
+   and encoding the replies; then a whole call through ``api.http.app.create_app`` over a stub extender that answers
    at once (filter: the first node; bind: bound), called as uvicorn calls it (ASGI scope, receive, send) with no
    server or socket: routing, body reading, decoding, encoding. CPU µs per call of this thread, the least of 11
    rounds of many calls (thread CPU time, not wall time: other work on a shared machine would inflate that).
-2. **Over loopback**: ``api.server.serve_listeners`` (uvicorn, httptools, uvloop, the per-request deadline) in a
-   subprocess, serving either a no-op ASGI app (the server's own floor) or ``api.app.create_app`` over the stub,
+2. **Over loopback**: ``api.http.server.serve_listeners`` (uvicorn, httptools, uvloop, the per-request deadline) in a
+   subprocess, serving either a no-op ASGI app (the server's own floor) or ``api.http.app.create_app`` over the stub,
    driven by one keep-alive connection the way kube-scheduler drives filter. The server's CPU per request comes
    from ``/proc`` (10 ms ticks: thousands of requests keep the error near 1 %); wall time per request includes the
    client. On a shared machine this part moves with the load; the in-process part much less.
@@ -32,7 +32,6 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel, ConfigDict
 
-from api.app import create_app
 from api.core import Pod
 from api.extender import (
     ExtenderArgs,
@@ -43,7 +42,8 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriority,
 )
-from api.server import Listener, serve_listeners
+from api.http.app import create_app
+from api.http.server import Listener, serve_listeners
 from benchmarks.e2e import objects
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import cpu_seconds, free_port

@@ -2,14 +2,14 @@
 
 With kube-scheduler trying the planned node alone (``status.nominatedNodeName``), each pod costs the extender one
 ``filter`` with a single node name and one ``bind``, both streams of one long-lived HTTP/2 connection over mutual
-TLS (``api.http2``, ``api.tls``). On the real harness most of the extender's event-loop CPU went there, not into
-the extender's own decisions. This measures that part alone: ``api.server.serve_listeners`` with a TLS listener
-(client certificates required) in a subprocess, serving ``api.app.create_app`` over a stub extender that answers at
-once (``benchmarks.bench_http.StubExtender``), driven by one HTTP/2 client connection (httpx, in this process) the
-way kube-scheduler drives it: one filter at a time, each pod's bind left in flight beside the next filters (at most
-``--binds-in-flight``). The bodies are a real kube-scheduler v1.36's filter (cut to one node name) and bind, from
-``tests/fixtures``. httpx ends each request with an empty DATA frame of its own, often in a read of its own; Go's
-client (kube-scheduler's) sets END_STREAM on the last DATA frame of a body whose length it knows.
+TLS (``api.http.http2``, ``api.http.tls``). On the real harness most of the extender's event-loop CPU went there,
+not into the extender's own decisions. This measures that part alone: ``api.http.server.serve_listeners`` with a TLS
+listener (client certificates required) in a subprocess, serving ``api.http.app.create_app`` over a stub extender
+that answers at once (``benchmarks.bench_http.StubExtender``), driven by one HTTP/2 client connection (httpx, in
+this process) the way kube-scheduler drives it: one filter at a time, each pod's bind left in flight beside the next
+filters (at most ``--binds-in-flight``). The bodies are a real kube-scheduler v1.36's filter (cut to one node name)
+and bind, from ``tests/fixtures``. httpx ends each request with an empty DATA frame of its own, often in a read of its
+own; Go's client (kube-scheduler's) sets END_STREAM on the last DATA frame of a body whose length it knows.
 
 Per pod, from ``/proc`` of the server process: CPU (user + system, all threads: 10 ms ticks, so thousands of pods
 keep the error near 1 %), and the write and read system calls (``syscw``/``syscr``: each write is a TLS record or
@@ -39,10 +39,10 @@ from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.events import DataReceived, StreamEnded
 
-from api.app import create_app
-from api.http2 import Http2Protocol
-from api.server import Listener, serve_listeners
-from api.tls import TlsConfig
+from api.http.app import create_app
+from api.http.http2 import Http2Protocol
+from api.http.server import Listener, serve_listeners
+from api.http.tls import TlsConfig
 from benchmarks.bench_http import StubExtender
 from benchmarks.e2e.processes import cpu_seconds, free_port, io_calls
 from scheduler.cli.certs import issue

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import httpx
 from starlette.types import ASGIApp
 
-from api.app import create_app
 from api.core import Node, Pod, PriorityClass
 from api.grove import PodGang
+from api.http.app import create_app
 from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig, Solver

@@ -15,8 +15,6 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, field_validator
 
-from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
-from api.body import BodyDecoder
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -26,6 +24,8 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriority,
 )
+from api.http.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
+from api.http.body import BodyDecoder
 from tests.extender_support import SyncClient, filter_body, harness, node, pod
 
 POD = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}, "spec": {"containers": []}}

@@ -1,4 +1,5 @@
-"""``api.header_blocks`` against hpack's own encoder and decoder: remembering a block never changes what it means."""
+"""``api.http.header_blocks`` against hpack's own encoder and decoder: remembering a block never changes what it
+means."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 import pytest
 from hpack import Decoder, Encoder, NeverIndexedHeaderTuple, OversizedHeaderListError
 
-from api.header_blocks import RememberingDecoder, RememberingEncoder, indexed_only
+from api.http.header_blocks import RememberingDecoder, RememberingEncoder, indexed_only
 
 SCHEDULER = [
     (b":method", b"POST"),

@@ -1,4 +1,4 @@
-"""``api.http2`` frame by frame, against h2's own client state machine over an in-memory transport: the bounds a
+"""``api.http.http2`` frame by frame, against h2's own client state machine over an in-memory transport: the bounds a
 slow or greedy client meets, and flow control both ways. Real sockets and TLS: ``tests/test_serve_http.py``."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from h2.events import ConnectionTerminated, DataReceived, Event, ResponseReceive
 from hyperframe.frame import DataFrame
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.http2 import Http2Protocol
+from api.http.http2 import Http2Protocol
 
 
 class Transport(asyncio.Transport):
@@ -263,7 +263,7 @@ GOOD = [(b":method", b"POST"), (b":scheme", b"https"), (b":path", b"/filter"), (
 def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serves_on(
     fields: list[tuple[bytes, bytes]], named: str
 ) -> None:
-    """h2's own header checks are off (``api.request_fields`` does them in one pass): a malformed request must
+    """h2's own header checks are off (``api.http.request_fields`` does them in one pass): a malformed request must
     still never reach the app, and is answered, not dropped with the whole connection as h2 did."""
     reached: list[str] = []
 
@@ -295,7 +295,8 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serv
 
 
 def test_a_frame_is_shown_by_its_type_and_stream_alone() -> None:
-    """h2 renders every frame it receives for a trace log nobody reads: ``api.http2`` makes that rendering cheap."""
+    """h2 renders every frame it receives for a trace log nobody reads: ``api.http.http2`` makes that rendering
+    cheap."""
     assert repr(DataFrame(3, b"x" * 1600, flags=["END_STREAM"])) == "DataFrame(stream_id=3)"
 
 

@@ -1,5 +1,5 @@
-"""kube-scheduler's verbs over HTTP/2 served whole (``api.whole_requests.WholeRequests``): the same answers as through
-ASGI, for good and bad requests alike, and the bounds of a request still arriving."""
+"""kube-scheduler's verbs over HTTP/2 served whole (``api.http.whole_requests.WholeRequests``): the same answers as
+through ASGI, for good and bad requests alike, and the bounds of a request still arriving."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from h2.events import DataReceived, Event, ResponseReceived, StreamEnded, Stream
 from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
-from api.app import create_app
 from api.extender import ExtenderArgs, ExtenderFilterResult
-from api.http2 import WHOLE_BYTES
-from api.whole_requests import Reply, WholeHandler, WholeRequests
+from api.http.app import create_app
+from api.http.http2 import WHOLE_BYTES
+from api.http.whole_requests import Reply, WholeHandler, WholeRequests
 from tests.test_api_app import POD, EchoExtender
 from tests.test_api_http2 import Client
 

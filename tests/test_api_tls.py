@@ -1,5 +1,5 @@
-"""``api.tls`` without sockets: whose certificate is accepted, and how failures are counted and logged (rate-limited).
-The handshakes themselves, on real sockets, are in ``tests/test_serve_http.py``."""
+"""``api.http.tls`` without sockets: whose certificate is accepted, and how failures are counted and logged
+(rate-limited). The handshakes themselves, on real sockets, are in ``tests/test_serve_http.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from api.tls import LOG_INTERVAL, HandshakeGate, TlsConfig, client_refusal
+from api.http.tls import LOG_INTERVAL, HandshakeGate, TlsConfig, client_refusal
 
 Peercert = dict[str, Any]
 
@@ -69,7 +69,7 @@ def test_every_failure_is_counted_but_a_flood_logs_one_line_per_reason_and_inter
 ) -> None:
     clock, registry = Clock(), CollectorRegistry()
     failures = _gate(clock, registry).failures
-    with caplog.at_level(logging.WARNING, logger="api.tls"):
+    with caplog.at_level(logging.WARNING, logger="api.http.tls"):
         for i in range(500):  # a scanner: 500 silent connections within one interval
             failures.record("timeout", client=("10.0.0.9", 40000 + i), detail="taking longer than 10 seconds")
         failures.record("client_san", client=("10.0.0.7", 1), detail="carries intruder")  # not hidden by the flood

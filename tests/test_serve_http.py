@@ -24,8 +24,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from api.server import Listener, Timeouts, _config
-from api.tls import DEFAULT_HANDSHAKE_TIMEOUT
+from api.http.server import Listener, Timeouts, _config
+from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT
 from scheduler.cli import build_parser, main
 from scheduler.cli.certs import Authority, issue
 from scheduler.cli.listeners import build_listeners

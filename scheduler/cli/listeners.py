@@ -18,9 +18,9 @@ import sys
 from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
 
-from api.app import DEFAULT_MAX_BODY_BYTES
-from api.server import Listener, ServeError, Timeouts, serve_listeners
-from api.tls import DEFAULT_HANDSHAKE_TIMEOUT, TlsConfig, TlsError, server_context
+from api.http.app import DEFAULT_MAX_BODY_BYTES
+from api.http.server import Listener, ServeError, Timeouts, serve_listeners
+from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT, TlsConfig, TlsError, server_context
 from scheduler.cli.certs import CLIENT_NAME
 from scheduler.snapshot.files import UnreadableFile, read_bounded
 

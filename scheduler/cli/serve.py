@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp
 
-from api.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
+from api.http.app import DEFAULT_MAX_BODY_BYTES, create_app, create_debug_app, create_probe_app
 from placement import solve
 from placement.request import SolveOptions
 from scheduler.cli.listeners import add_listener_arguments, listener_problem, serve_http, tls_problem

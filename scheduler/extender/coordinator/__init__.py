@@ -8,7 +8,7 @@ and the release that binds them (``binding``, ``waiters``, ``release``), reserva
 events (``events``), PodGang status (``status``, ``reporting``), gang priority and preemption (``making_room``: which
 lower-priority reservations yield and which pods are evicted, gathered by ``victims``; ``evictions`` carries them
 out), the preemption guard of kube-scheduler's own proposals (``preemption``), metrics, and the background worker.
-Does not own: cluster state (``scheduler.extender.state``), the solver (``placement``), HTTP (``api.app``) or the
+Does not own: cluster state (``scheduler.extender.state``), the solver (``placement``), HTTP (``api.http.app``) or the
 Kubernetes client (``scheduler.kube``, behind ``ClusterWriter``).
 """
 

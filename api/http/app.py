@@ -1,11 +1,11 @@
 """The HTTP surfaces: kube-scheduler's extender verbs routed to an ``Extender`` handed in, the probes, and (on a
 port of their own) metrics and the debug listing.
 
-Handlers only decode, call one method and encode. The verbs are served by a bare ASGI router (``api.verbs``) ahead
+Handlers only decode, call one method and encode. The verbs are served by a bare ASGI router (``api.http.verbs``) ahead
 of FastAPI, which keeps the probes: filter sits on kube-scheduler's critical path. Bodies are decoded straight from
 bytes with pydantic (no intermediate dict) and replies encoded the same way.
 
-Three apps, so each can listen where it belongs (``api.server``): ``create_app`` (verbs and probes: the port
+Three apps, so each can listen where it belongs (``api.http.server``): ``create_app`` (verbs and probes: the port
 kube-scheduler calls, behind mTLS in a cluster), ``create_probe_app`` (the probes alone, for the kubelet, which
 presents no client certificate) and ``create_debug_app`` (``/metrics`` and ``/debug/gangs``: what the extender
 knows about every gang is for operators, not for whoever reaches the verb port).
@@ -30,7 +30,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.body import DEFAULT_MAX_BODY_BYTES, BodyDecoder
 from api.extender import (
     ExtenderArgs,
     ExtenderBindingArgs,
@@ -40,9 +39,10 @@ from api.extender import (
     ExtenderPreemptionResult,
     HostPriorityList,
 )
+from api.http.body import DEFAULT_MAX_BODY_BYTES, BodyDecoder
+from api.http.verbs import Verb, VerbRouter, internal_error
+from api.http.whole_requests import WholeHandler, WholeRequests
 from api.service import Extender
-from api.verbs import Verb, VerbRouter, internal_error
-from api.whole_requests import WholeHandler, WholeRequests
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "create_debug_app", "create_probe_app"]
 
@@ -78,7 +78,7 @@ class _NeverA500:
                 await reply(scope, receive, send)
 
     def whole(self, method: str, path: str) -> WholeHandler | None:
-        """``api.whole_requests.WholeRequests`` of the app within, which guards those itself."""
+        """``api.http.whole_requests.WholeRequests`` of the app within, which guards those itself."""
         return self._whole.whole(method, path) if self._whole is not None else None
 
 

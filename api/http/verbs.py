@@ -8,7 +8,7 @@ stack (error, exception, telemetry, body-limit and exit-stack layers), the route
 dictionary lookup on the path, the body is read straight from ``receive`` and the reply written straight to
 ``send``; anything that is not a verb goes to the app handed in (FastAPI: the probes).
 
-A handler decodes, calls one method of the extender and encodes, under the error policy of ``api.app``.
+A handler decodes, calls one method of the extender and encodes, under the error policy of ``api.http.app``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import BaseModel
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.body import BadRequest, BodyDecoder, ClientGone
-from api.whole_requests import Reply, WholeHandler
+from api.http.body import BadRequest, BodyDecoder, ClientGone
+from api.http.whole_requests import Reply, WholeHandler
 
 __all__ = ["Verb", "VerbRouter", "internal_error"]
 
@@ -103,8 +103,8 @@ class _Endpoint:
         await _respond(send, reply)
 
     async def whole(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> Reply:
-        """The same for a request whose body arrived whole (``api.http2``), with ``api.app``'s last line of defence:
-        no ASGI middleware stands around this one."""
+        """The same for a request whose body arrived whole (``api.http.http2``), with ``api.http.app``'s last line of
+        defence: no ASGI middleware stands around this one."""
         started = time.perf_counter()
         try:
             self._bodies.check_declared(headers)
@@ -179,6 +179,7 @@ class VerbRouter:
             await endpoint(scope, receive, send)
 
     def whole(self, method: str, path: str) -> WholeHandler | None:
-        """``api.whole_requests.WholeRequests``: a verb's handler for its ``POST``; anything else goes through ASGI."""
+        """``api.http.whole_requests.WholeRequests``: a verb's handler for its ``POST``; anything else goes through
+        ASGI."""
         endpoint = self._endpoints.get(path) if method == "POST" else None
         return endpoint.whole if endpoint is not None else None

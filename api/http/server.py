@@ -1,13 +1,13 @@
 """Serving the apps: one process, one event loop, one uvicorn server per listener (verbs, probes, debug).
 
-Each listener has its own address, port and, optionally, TLS (``api.tls``: a certificate and key, and a client CA
-whose certificates, carrying an accepted name, are required). A TLS listener speaks HTTP/2 (``api.http2``) to a
-client that offers it by ALPN, as kube-scheduler's does, and HTTP/1.1 to any other. Every port is bound before any
+Each listener has its own address, port and, optionally, TLS (``api.http.tls``: a certificate and key, and a client
+CA whose certificates, carrying an accepted name, are required). A TLS listener speaks HTTP/2 (``api.http.http2``) to
+a client that offers it by ALPN, as kube-scheduler's does, and HTTP/1.1 to any other. Every port is bound before any
 is served, so a port in use or an unreadable certificate is one clear error at start-up, not a half-started process.
 
-Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.tls``), a request's headers and
-body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request), its
-headers may not exceed ``MAX_HEADER_BYTES``, and an idle keep-alive connection is closed after ``keep_alive``.
+Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.http.tls``), a request's headers
+and body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request),
+its headers may not exceed ``MAX_HEADER_BYTES``, and an idle keep-alive connection is closed after ``keep_alive``.
 uvicorn bounds only the last of these by itself: half-sent headers or bodies would otherwise hold a connection open
 forever.
 """
@@ -30,8 +30,8 @@ from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from api.http2 import Http2Protocol
-from api.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
+from api.http.http2 import Http2Protocol
+from api.http.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
 
 __all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "serve_listeners"]
 
@@ -132,7 +132,7 @@ def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
 
 
 def _http2(timeouts: Timeouts) -> Callable[[asyncio.Protocol], asyncio.Protocol]:
-    """HTTP/2 (``api.http2``) for a connection whose client chose it, with the app and server state of the HTTP/1.1
+    """HTTP/2 (``api.http.http2``) for a connection whose client chose it, with the app and server state of the HTTP/1.1
     protocol uvicorn made for it, and the same bounds."""
 
     def make(http: asyncio.Protocol) -> asyncio.Protocol:

@@ -1,5 +1,5 @@
 """A request's HTTP/2 header fields checked in one pass (RFC 9113 §8.2-8.3), as h2 would check them when it validates
-inbound headers: ``api.http2`` turns h2's own checks off and answers a malformed request 400 with the reason this
+inbound headers: ``api.http.http2`` turns h2's own checks off and answers a malformed request 400 with the reason this
 module gives, on its own stream, instead of h2 closing the whole connection."""
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ kube-scheduler v1.36: a tenth of its CPU, and the extender's share on top) ended
 that found no idle connection waited for a handshake on kube-scheduler's critical path. The same client offers
 ``h2`` by ALPN; over HTTP/2 all its calls share one connection, however many are in flight.
 
-Chosen during the handshake (``api.tls``): a client that offers ``h2`` gets this protocol, any other HTTP/1.1. The
-bounds are the HTTP/1.1 protocol's (``api.server``): a request's headers and body must arrive within
+Chosen during the handshake (``api.http.tls``): a client that offers ``h2`` gets this protocol, any other HTTP/1.1. The
+bounds are the HTTP/1.1 protocol's (``api.http.server``): a request's headers and body must arrive within
 ``request_timeout`` of its first frame (a stream that does not is reset), its headers within ``MAX_HEADER_BYTES``
 (``SETTINGS_MAX_HEADER_LIST_SIZE``), at most ``MAX_STREAMS`` in flight (``SETTINGS_MAX_CONCURRENT_STREAMS``),
 and a connection with nothing in flight for ``keep_alive`` is closed with a GOAWAY. A body reaches the app as it
@@ -46,10 +46,10 @@ from h2.settings import SettingCodes, Settings
 from hyperframe.frame import Frame
 from starlette.types import ASGIApp, Message
 
-from api.eager import start_eagerly
-from api.header_blocks import RememberingDecoder, RememberingEncoder
-from api.request_fields import CONNECTION_HEADERS, request_fields
-from api.whole_requests import Reply, WholeHandler, WholeRequests
+from api.http.eager import start_eagerly
+from api.http.header_blocks import RememberingDecoder, RememberingEncoder
+from api.http.request_fields import CONNECTION_HEADERS, request_fields
+from api.http.whole_requests import Reply, WholeHandler, WholeRequests
 
 __all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "ServerState"]
 
@@ -132,8 +132,8 @@ class Http2Protocol(asyncio.Protocol):
         self._keep_alive = keep_alive
         # The headers we send are the app's, lowercased and stripped of HTTP/1.1's connection headers in ``send``:
         # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
-        # A request's headers are checked in one pass by ``api.request_fields``: h2's own inbound checks are chains of
-        # generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
+        # A request's headers are checked in one pass by ``api.http.request_fields``: h2's own inbound checks are
+        # chains of generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
         config = H2Configuration(
             client_side=False,
             header_encoding=None,
@@ -343,7 +343,7 @@ class Http2Protocol(asyncio.Protocol):
 
     def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
         """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all
-        (``api.eager``; the verbs never ask ``asyncio.current_task()``, None in that first step)."""
+        (``api.http.eager``; the verbs never ask ``asyncio.current_task()``, None in that first step)."""
         try:
             task = start_eagerly(answer, self._loop)
         except Exception:

@@ -1,5 +1,5 @@
-"""What an app offers a protocol that can hand it a request whole: ``api.http2`` serves the verbs so, without ASGI, when
-their body arrived with their headers; ``api.verbs`` and ``api.app`` implement it."""
+"""What an app offers a protocol that can hand it a request whole: ``api.http.http2`` serves the verbs so, without
+ASGI, when their body arrived with their headers; ``api.http.verbs`` and ``api.http.app`` implement it."""
 
 from __future__ import annotations
 
