@@ -295,8 +295,13 @@ def test_a_malformed_request_gets_a_400_naming_the_field_and_the_connection_serv
 
 
 def test_a_frame_is_shown_by_its_type_and_stream_alone() -> None:
-    """h2 renders every frame it receives for a trace log nobody reads: ``api.http.http2`` makes that rendering
-    cheap."""
+    """h2 renders every frame it receives for a trace log nobody reads: once ``api.http.http2`` serves a connection,
+    that rendering is cheap (``api.http.fences.hyperframe_fence``, installed then rather than at import)."""
+
+    async def serve_one() -> None:
+        Client(echo)
+
+    asyncio.run(serve_one())
     assert repr(DataFrame(3, b"x" * 1600, flags=["END_STREAM"])) == "DataFrame(stream_id=3)"
 
 

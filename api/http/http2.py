@@ -43,10 +43,10 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes, Settings
-from hyperframe.frame import Frame
 from starlette.types import ASGIApp, Message
 
 from api.http.eager import start_eagerly
+from api.http.fences.hyperframe_fence import shorten_frame_reprs
 from api.http.header_blocks import RememberingDecoder, RememberingEncoder
 from api.http.request_fields import CONNECTION_HEADERS, request_fields
 from api.http.whole_requests import Reply, WholeHandler, WholeRequests
@@ -57,18 +57,6 @@ log = logging.getLogger(__name__)
 
 MAX_STREAMS = 256
 """Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
-
-
-def _short_frame_repr(frame: Frame) -> str:
-    return f"{type(frame).__name__}(stream_id={frame.stream_id})"
-
-
-# h2 formats every frame it receives for a trace log (``logger.trace("Received frame: %s", repr(frame))`` in
-# ``H2Connection._receive_frame``) before its logger, which by default does nothing, can decline it, and no setting
-# turns that off. hyperframe's repr of a frame renders its flags, sorted, and its body in hex: a twentieth of the
-# server's CPU per call (bench_http2, py-spy). This process never logs frames, so a frame is shown by its type and
-# stream alone (tests/test_api_http2.py checks it).
-Frame.__repr__ = _short_frame_repr  # type: ignore[method-assign]
 
 
 class ServerState(Protocol):
@@ -130,6 +118,7 @@ class Http2Protocol(asyncio.Protocol):
         self._state = server_state
         self._request_timeout = request_timeout
         self._keep_alive = keep_alive
+        shorten_frame_reprs()  # h2 renders every frame it receives, for a log nobody reads (the fence says why)
         # The headers we send are the app's, lowercased and stripped of HTTP/1.1's connection headers in ``send``:
         # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
         # A request's headers are checked in one pass by ``api.http.request_fields``: h2's own inbound checks are
