@@ -8,7 +8,9 @@ field: a tenth of the CPU of an extender call (``benchmarks.bench_http2``).
 A block made only of indexed representations leaves the dynamic table as it found it, so while the table does not
 change, the same bytes decode to the same fields and the same fields encode to the same bytes. Anything else (a
 literal that inserts, a table size update, new settings) may change what an index means: it empties what is
-remembered. ``h2`` takes these as drop-in replacements for its ``decoder`` and ``encoder`` attributes.
+remembered. ``h2`` takes these as drop-in replacements for its ``decoder`` and ``encoder`` attributes (swapped in by
+``api.http.fences.h2_fence``); the one thing hpack tells only privately, whether the encoder owes a table size
+update, is asked of ``api.http.fences.hpack_fence``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from hpack import Decoder, Encoder, HeaderTuple
+
+from api.http.fences.hpack_fence import owes_size_update
 
 __all__ = ["MAX_REMEMBERED", "RememberingDecoder", "RememberingEncoder", "indexed_only"]
 
@@ -55,7 +59,7 @@ class RememberingDecoder(Decoder):
     def _current_bounds(self) -> tuple[int, int, int]:
         # What a remembered answer was checked against: the table's size (which an update may shrink), the largest
         # table the peer may use, and the largest header list we accept.
-        return self.header_table.maxsize, self.max_allowed_table_size, self.max_header_list_size
+        return self.header_table_size, self.max_allowed_table_size, self.max_header_list_size
 
     def decode(self, data: bytes, raw: bool = False) -> Iterable[HeaderTuple]:
         if not raw or type(data) is not bytes:
@@ -88,13 +92,13 @@ class RememberingEncoder(Encoder):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[tuple[tuple[Any, ...], bool], bytes] = {}
-        self._size = self.header_table.maxsize
+        self._size = self.header_table_size
 
     def encode(self, headers: Any, huffman: bool = True) -> bytes:
         if isinstance(headers, dict):
             return self._unremembered(headers, huffman)
         fields = tuple(headers)  # once: it may be a generator
-        if not _plain(fields) or self.header_table.resized or self.header_table.maxsize != self._size:
+        if not _plain(fields) or owes_size_update(self) or self.header_table_size != self._size:
             # A pending size update must be sent, and fields marked never-indexed keep their own encoding.
             return self._unremembered(fields, huffman)
         key = (fields, huffman)
@@ -113,7 +117,7 @@ class RememberingEncoder(Encoder):
     def _unremembered(self, headers: Any, huffman: bool) -> bytes:
         self._blocks.clear()
         block = super().encode(headers, huffman)
-        self._size = self.header_table.maxsize
+        self._size = self.header_table_size
         return block
 
 

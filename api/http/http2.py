@@ -29,8 +29,6 @@ from collections.abc import Awaitable, Coroutine
 from typing import Any, NamedTuple, Protocol, cast
 from urllib.parse import unquote
 
-from h2.config import H2Configuration
-from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -42,10 +40,11 @@ from h2.events import (
     WindowUpdated,
 )
 from h2.exceptions import H2Error
-from h2.settings import SettingCodes, Settings
+from h2.settings import SettingCodes
 from starlette.types import ASGIApp, Message
 
 from api.http.eager import start_eagerly
+from api.http.fences.h2_fence import server_connection
 from api.http.fences.hyperframe_fence import shorten_frame_reprs
 from api.http.header_blocks import RememberingDecoder, RememberingEncoder
 from api.http.request_fields import CONNECTION_HEADERS, request_fields
@@ -123,24 +122,14 @@ class Http2Protocol(asyncio.Protocol):
         # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
         # A request's headers are checked in one pass by ``api.http.request_fields``: h2's own inbound checks are
         # chains of generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
-        config = H2Configuration(
-            client_side=False,
-            header_encoding=None,
-            validate_outbound_headers=False,
-            normalize_outbound_headers=False,
-            validate_inbound_headers=False,
-            normalize_inbound_headers=False,
-        )
-        self._h2 = H2Connection(config=config)
         # The same few header fields both ways on every call: decoded and encoded once while HPACK's table allows.
-        self._h2.decoder = RememberingDecoder(max_header_list_size=self._h2.decoder.max_header_list_size)
-        self._h2.encoder = RememberingEncoder()
-        self._h2.local_settings = Settings(  # before initiate_connection, which sends them
-            client=False,
-            initial_values={
+        self._h2 = server_connection(
+            settings={
                 SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS,
                 SettingCodes.MAX_HEADER_LIST_SIZE: max_header_bytes,
             },
+            decoder=RememberingDecoder,
+            encoder=RememberingEncoder,
         )
         self._streams: dict[int, _Stream] = {}
         self._transport: asyncio.Transport | None = None
