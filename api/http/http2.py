@@ -17,6 +17,9 @@ never make the server hold more than a window of unread body per stream. A malfo
 its header fields) is answered 400 naming the field and the rule, and never reaches the app; the connection's other
 streams go on. An app that offers it (``WholeRequests``: the verbs) answers a request whose body arrived with its
 headers directly, without ASGI.
+
+h2 serves here as configured by ``api.http.fences.h2_fence``: every reach into h2's, hpack's and hyperframe's
+internals (and uvicorn's, whose graceful shutdown drains these connections too) is fenced there, one module each.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Coroutine
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, cast
 from urllib.parse import unquote
 
 from h2.errors import ErrorCodes
@@ -46,6 +49,7 @@ from starlette.types import ASGIApp, Message
 from api.http.eager import start_eagerly
 from api.http.fences.h2_fence import server_connection
 from api.http.fences.hyperframe_fence import shorten_frame_reprs
+from api.http.fences.uvicorn_fence import ServerState
 from api.http.header_blocks import RememberingDecoder, RememberingEncoder
 from api.http.request_fields import CONNECTION_HEADERS, request_fields
 from api.http.whole_requests import Reply, WholeHandler, WholeRequests
@@ -56,13 +60,6 @@ log = logging.getLogger(__name__)
 
 MAX_STREAMS = 256
 """Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
-
-
-class ServerState(Protocol):
-    """What uvicorn's server keeps of its connections and request tasks, for a graceful shutdown."""
-
-    connections: set[Any]
-    tasks: set[asyncio.Task[None]]
 
 
 WHOLE_BYTES = 16 * 1024

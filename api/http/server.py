@@ -9,27 +9,33 @@ Slow clients are bounded: a TLS handshake must finish within its own deadline (`
 and body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request),
 its headers may not exceed ``MAX_HEADER_BYTES``, and an idle keep-alive connection is closed after ``keep_alive``.
 uvicorn bounds only the last of these by itself: half-sent headers or bodies would otherwise hold a connection open
-forever.
+forever. The HTTP/1.1 bounds are a subclass of uvicorn's own protocol, and every other reach into uvicorn's internals
+is in ``api.http.fences.uvicorn_fence``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, cast
 
 import uvicorn
 from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from api.http.fences.uvicorn_fence import (
+    QuietServer,
+    ask_to_stop,
+    deadline_protocol,
+    gated,
+    loop_factory,
+    served_by,
+)
 from api.http.http2 import Http2Protocol
 from api.http.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
 
@@ -66,80 +72,15 @@ class Timeouts:
     graceful_shutdown: float = 10.0
 
 
-class _DeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline per request and a cap on header bytes."""
-
-    request_timeout = Timeouts.request
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline: asyncio.TimerHandle | None = None
-        self._header_bytes = 0
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()  # a connection that never sends a request is closed like one that sends half of it
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._header_bytes = 0
-        self._arm()
-
-    def on_url(self, url: bytes) -> None:
-        self._count_header_bytes(len(url))
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._count_header_bytes(len(name) + len(value))
-        super().on_header(name, value)
-
-    def on_message_complete(self) -> None:
-        self._disarm()
-        super().on_message_complete()
-
-    def _count_header_bytes(self, size: int) -> None:
-        self._header_bytes += size
-        if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
-            log.info("closing a connection whose headers exceed %d bytes client=%s", MAX_HEADER_BYTES, self.client)
-            self.send_400_response(f"request headers exceed {MAX_HEADER_BYTES} bytes")
-
-    def _arm(self) -> None:
-        if self._deadline is None:
-            self._deadline = self.loop.call_later(self.request_timeout, self._expired)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _expired(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
-            log.info(
-                "closing a connection whose request did not arrive within %gs client=%s",
-                self.request_timeout,
-                self.client,
-            )
-            self.transport.close()
-
-
-def _protocol(request_timeout: float) -> type[HttpToolsProtocol]:
-    return type("DeadlineProtocol", (_DeadlineProtocol,), {"request_timeout": request_timeout})
-
-
 def _http2(timeouts: Timeouts) -> Callable[[asyncio.Protocol], asyncio.Protocol]:
-    """HTTP/2 (``api.http.http2``) for a connection whose client chose it, with the app and server state of the HTTP/1.1
-    protocol uvicorn made for it, and the same bounds."""
+    """HTTP/2 (``api.http.http2``) for a connection whose client chose it, with the app and server state of the
+    HTTP/1.1 protocol uvicorn made for it, and the same bounds."""
 
     def make(http: asyncio.Protocol) -> asyncio.Protocol:
-        one = cast(HttpToolsProtocol, http)
+        app, server_state = served_by(http)
         return Http2Protocol(
-            app=one.app,
-            server_state=one.server_state,
+            app=app,
+            server_state=server_state,
             request_timeout=timeouts.request,
             keep_alive=timeouts.keep_alive,
             max_header_bytes=MAX_HEADER_BYTES,
@@ -148,30 +89,10 @@ def _http2(timeouts: Timeouts) -> Callable[[asyncio.Protocol], asyncio.Protocol]
     return make
 
 
-def _gated(http: type[HttpToolsProtocol], gate: HandshakeGate) -> type[asyncio.Protocol]:
-    """A protocol class for uvicorn that puts each connection through ``gate`` before ``http`` sees it."""
-
-    def make(**kwargs: Any) -> asyncio.Protocol:  # uvicorn's keywords: config, server_state, app_state, _loop
-        return gate.connection(http(**kwargs))
-
-    return make  # type: ignore[return-value]  # uvicorn calls it like the class it expects
-
-
-class _Server(uvicorn.Server):
-    """One listener's server; ``serve_listeners`` handles the signals for all of them at once."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    def _log_started_message(self, listeners: Sequence[socket.SocketType]) -> None:
-        """Silent: ``serve_listeners`` logs each listener itself (uvicorn would call a TLS listener http://)."""
-
-
 def _config(
     listener: Listener, *, log_level: str, timeouts: Timeouts, registry: CollectorRegistry
 ) -> tuple[uvicorn.Config, HandshakeGate | None]:
-    http = _protocol(timeouts.request)
+    http = deadline_protocol(request_timeout=timeouts.request, max_header_bytes=MAX_HEADER_BYTES)
     gate = None
     if listener.tls is not None:
         try:
@@ -197,7 +118,7 @@ def _config(
         # ProxyHeadersMiddleware (on by default, trusting loopback) would only scan every request's headers, and
         # let a process on the same host rename itself in ``scope["client"]``.
         proxy_headers=False,
-        http=_gated(http, gate) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
+        http=gated(http, gate.connection) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
         timeout_keep_alive=int(timeouts.keep_alive),
         timeout_graceful_shutdown=int(timeouts.graceful_shutdown),
     )
@@ -238,7 +159,7 @@ def serve_listeners(
         for sock in sockets:
             sock.close()
         raise
-    servers = [_Server(config) for config in configs]
+    servers = [QuietServer(config) for config in configs]
     reloaders = [
         TlsReloader(listener.name, listener.tls, gate.context)
         for listener, (_, gate) in zip(listeners, built, strict=True)
@@ -258,9 +179,7 @@ def serve_listeners(
 
     def stop(signum: int, frame: FrameType | None) -> None:
         for server in servers:
-            if server.should_exit and signum == signal.SIGINT:
-                server.force_exit = True  # a second Ctrl-C: stop waiting for open connections
-            server.should_exit = True
+            ask_to_stop(server, insist=signum == signal.SIGINT)  # a second Ctrl-C: stop waiting for open connections
 
     async def watch_certificates() -> None:
         while True:
@@ -280,7 +199,7 @@ def serve_listeners(
     in_main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, stop) for sig in handled} if in_main else {}
     try:
-        with asyncio.Runner(loop_factory=configs[0].get_loop_factory()) as runner:
+        with asyncio.Runner(loop_factory=loop_factory(configs[0])) as runner:
             runner.run(serve_all())
     finally:
         for sig, handler in previous.items():

@@ -5,7 +5,7 @@ A fence module is the only place in the tree that names its library's private cl
 patches them; the serving code calls the small functions and classes it exports instead. Each says in its docstring
 which internals it relies on, why, and when it can go.
 
-Owns: ``h2_fence`` (the HTTP/2 connection as we configure it), ``hpack_fence`` (the header table's pending size
-update) and ``hyperframe_fence`` (how a frame renders). Does not own: the serving code itself (``api.http``), nor any
-use of these libraries' public API.
+Owns: ``uvicorn_fence`` (the HTTP/1.1 protocol, its server and their shutdown contract), ``h2_fence`` (the HTTP/2
+connection as we configure it), ``hpack_fence`` (the header table's pending size update) and ``hyperframe_fence`` (how
+a frame renders). Does not own: the serving code itself (``api.http``), nor any use of these libraries' public API.
 """
