@@ -46,7 +46,7 @@ from h2.exceptions import H2Error
 from h2.settings import SettingCodes
 from starlette.types import ASGIApp, Message
 
-from api.http.eager import start_eagerly
+from api.http.fences.eager_fence import start_eagerly
 from api.http.fences.h2_fence import server_connection
 from api.http.fences.hyperframe_fence import shorten_frame_reprs
 from api.http.fences.uvicorn_fence import ServerState
@@ -318,7 +318,7 @@ class Http2Protocol(asyncio.Protocol):
 
     def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
         """Run ``answer`` here, up to its first wait, and let a task carry it on from there if it waits at all
-        (``api.http.eager``; the verbs never ask ``asyncio.current_task()``, None in that first step)."""
+        (``api.http.fences.eager_fence``; the verbs never ask ``asyncio.current_task()``, None in that first step)."""
         try:
             task = start_eagerly(answer, self._loop)
         except Exception:

@@ -6,6 +6,7 @@ patches them; the serving code calls the small functions and classes it exports 
 which internals it relies on, why, and when it can go.
 
 Owns: ``uvicorn_fence`` (the HTTP/1.1 protocol, its server and their shutdown contract), ``h2_fence`` (the HTTP/2
-connection as we configure it), ``hpack_fence`` (the header table's pending size update) and ``hyperframe_fence`` (how
-a frame renders). Does not own: the serving code itself (``api.http``), nor any use of these libraries' public API.
+connection as we configure it), ``hpack_fence`` (the header table's pending size update), ``hyperframe_fence`` (how a
+frame renders) and ``eager_fence`` (Python 3.12's eager tasks, re-created for 3.11). Does not own: the serving code
+itself (``api.http``), nor any use of these libraries' public API.
 """

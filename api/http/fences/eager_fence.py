@@ -1,7 +1,18 @@
-"""A coroutine run at once, up to its first wait, and carried on by a task only if it waits at all (what Python 3.12's
-eager tasks do; the project supports 3.11). A filter usually answers without waiting: a task of its own cost it more
-than the rest of the extender's part, and its reply could go out only in a later turn of the loop. Within that first
-step ``asyncio.current_task()`` is None."""
+"""A coroutine run at once, up to its first wait, and carried on by a task only if it waits at all: Python 3.12's eager
+tasks (``asyncio.eager_task_factory``), re-created for 3.11, which the project supports.
+
+Why: a filter usually answers without waiting. A task of its own cost it more than the rest of the extender's part,
+and its reply could go out only in a later turn of the loop.
+
+Relies on: the coroutine protocol alone (``send``, ``throw``, ``close``, and an awaitable's ``__await__`` yielding
+what the task waits on), as ``yield from`` drives a coroutine. No library internals, but one rule every caller keeps:
+within that first step ``asyncio.current_task()`` is None (3.12's eager tasks have a task from the start), so code
+run this way must not ask for its task (``api.http.http2`` runs the verbs so; they never do).
+
+Can go: when ``requires-python`` reaches 3.12. Then ``api.http.http2`` starts its answers as
+``asyncio.Task(coroutine, loop=loop, eager_start=True)`` (or sets ``asyncio.eager_task_factory`` on the loop), the
+rule above goes with it, and so does this module (``tests/test_api_fences_eager.py`` fails on that day to say so).
+"""
 
 from __future__ import annotations
 
