@@ -37,6 +37,7 @@ from h2.events import (
     ConnectionTerminated,
     DataReceived,
     Event,
+    RemoteSettingsChanged,
     RequestReceived,
     StreamEnded,
     StreamReset,
@@ -224,8 +225,21 @@ class Http2Protocol(asyncio.Protocol):
             for stream in targets:
                 if stream is not None:
                     stream.window.set()
+        elif isinstance(event, RemoteSettingsChanged):
+            self._settings_changed(event)
         elif isinstance(event, ConnectionTerminated):
             self._close()
+
+    def _settings_changed(self, event: RemoteSettingsChanged) -> None:
+        """The client's new SETTINGS, which h2 has applied and acknowledged. A new ``INITIAL_WINDOW_SIZE`` moves every
+        open stream's send window by the difference (RFC 9113 §6.9.2) with no WINDOW_UPDATE to say so: a reply waiting
+        for room (``_send_data``) is woken to look again, and one that finds the window shrunk, even below zero, waits
+        for the client's next WINDOW_UPDATE. Nothing else needs us: h2 resizes our HPACK encoder for a new
+        ``HEADER_TABLE_SIZE`` (``api.http.header_blocks`` then forgets what it remembered), and ``_send_data`` reads
+        ``MAX_FRAME_SIZE`` for each frame."""
+        if SettingCodes.INITIAL_WINDOW_SIZE in event.changed_settings:
+            for stream in self._streams.values():
+                stream.window.set()
 
     def _start(self, event: RequestReceived) -> None:
         stream_id = event.stream_id or 0
