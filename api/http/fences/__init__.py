@@ -3,7 +3,8 @@ fails naming the internal when a release moves it (``tests/test_api_fences_*.py`
 
 A fence module is the only place in the tree that names its library's private classes, attributes and hooks, or
 patches them; the serving code calls the small functions and classes it exports instead. Each says in its docstring
-which internals it relies on, why, and when it can go.
+which internals it relies on, why, and when it can go. ``pyproject.toml`` bounds each fenced library to the minor
+version its test passed on: moving a bound means running those tests first.
 
 Owns: ``uvicorn_fence`` (the HTTP/1.1 protocol, its server and their shutdown contract), ``h2_fence`` (the HTTP/2
 connection as we configure it), ``hpack_fence`` (the header table's pending size update), ``hyperframe_fence`` (how a
