@@ -1,5 +1,5 @@
 """The internals ``api/http/fences/`` names are named nowhere else in the product: a reach into uvicorn's, h2's,
-hpack's or hyperframe's internals outside its fence fails here, naming the file and the name."""
+hpack's, hyperframe's or the event loops' internals outside its fence fails here, naming the file and the name."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ PRIVATE_ATTRIBUTES = {
     "resized",
     # hyperframe
     "__repr__",
+    # the event loops' TLS protocols, fed by hand
+    "get_buffer",
+    "buffer_updated",
 }
 
 

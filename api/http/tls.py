@@ -36,6 +36,8 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter
 
+from api.http.fences.loop_fence import start_tls_after_plain_bytes
+
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "LOG_INTERVAL",
@@ -196,18 +198,15 @@ class HandshakeGate:
 
     async def _handshake(self, connection: _Connection, transport: asyncio.Transport) -> None:
         client = transport.get_extra_info("peername")
-        loop = asyncio.get_running_loop()
-        # Queued before start_tls queues the TLS protocol's connection_made and the transport's resume_reading, so
-        # the bytes read before it took over reach the TLS protocol first (reading stays paused until then).
-        loop.call_soon(connection.pass_on_plain_bytes, transport)
         connection.tls_started = True
         try:
-            secure = await loop.start_tls(
+            # The bytes read before the TLS protocol took over reach it first (api.http.fences.loop_fence: how).
+            secure = await start_tls_after_plain_bytes(
                 transport,
                 connection,
                 self.context,
-                server_side=True,
-                ssl_handshake_timeout=self._config.handshake_timeout,
+                read_before=connection.take_plain_bytes,
+                handshake_timeout=self._config.handshake_timeout,
             )
         except Exception as err:  # whatever ends a handshake early ends only this connection
             transport.abort()
@@ -235,7 +234,7 @@ class _Connection(asyncio.Protocol):
     Two kinds of bytes can reach it on the way, and neither may be lost:
     - plain bytes (the ClientHello) read before the handshake task called ``start_tls``: uvloop starts reading
       right after ``connection_made`` whether or not the protocol paused the transport. They are handed to the TLS
-      protocol ahead of anything read later (``pass_on_plain_bytes``);
+      protocol ahead of anything read later (``take_plain_bytes``, ``api.http.fences.loop_fence``);
     - decrypted bytes that arrive between the end of the handshake and the hand-over (a TLS 1.3 client sends its
       request with its last handshake message). They are passed to the HTTP protocol when it takes over.
     """
@@ -257,23 +256,10 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         (self._early if self.tls_started else self._plain).extend(data)
 
-    def pass_on_plain_bytes(self, transport: asyncio.Transport) -> None:
-        """Give the plain bytes read before ``start_tls`` to the TLS protocol, which now owns ``transport``."""
+    def take_plain_bytes(self) -> bytes:
+        """The plain bytes read before ``start_tls``, for the TLS protocol that now owns the transport."""
         data, self._plain = bytes(self._plain), bytearray()
-        tls = transport.get_protocol()
-        if not data or tls is self:
-            return
-        if isinstance(tls, asyncio.BufferedProtocol) or hasattr(tls, "get_buffer"):  # both loops' TLS protocols
-            buffered = cast(asyncio.BufferedProtocol, tls)
-            view = memoryview(data)
-            while view:
-                buffer = memoryview(buffered.get_buffer(len(view)))
-                size = min(len(buffer), len(view))
-                buffer[:size] = view[:size]
-                buffered.buffer_updated(size)
-                view = view[size:]
-        else:
-            cast(asyncio.Protocol, tls).data_received(data)
+        return data
 
     def eof_received(self) -> bool | None:
         self._eof = True

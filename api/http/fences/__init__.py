@@ -8,6 +8,7 @@ version its test passed on: moving a bound means running those tests first.
 
 Owns: ``uvicorn_fence`` (the HTTP/1.1 protocol, its server and their shutdown contract), ``h2_fence`` (the HTTP/2
 connection as we configure it), ``hpack_fence`` (the header table's pending size update), ``hyperframe_fence`` (how a
-frame renders) and ``eager_fence`` (Python 3.12's eager tasks, re-created for 3.11). Does not own: the serving code
+frame renders), ``loop_fence`` (asyncio's and uvloop's ``start_tls`` taking over a connection that already read
+bytes) and ``eager_fence`` (Python 3.12's eager tasks, re-created for 3.11). Does not own: the serving code
 itself (``api.http``), nor any use of these libraries' public API.
 """
