@@ -4,6 +4,8 @@ frame, and h2 still renders every frame it receives unasked (the day it stops, t
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 from typing import Any
 
 from h2.config import H2Configuration
@@ -64,3 +66,11 @@ def test_h2_still_renders_every_frame_it_receives_before_its_logger_can_decline(
         f"h2 no longer hands its logger each received frame rendered (repr(frame)): {rendered[:3]}; "
         "hyperframe_fence's Frame.__repr__ patch can go"
     )
+
+
+def test_importing_the_http2_server_changes_no_frames_rendering() -> None:
+    """The patch is installed when a connection is served, not as a side effect of an import (a fresh interpreter:
+    this one has served connections in other tests)."""
+    probe = "import api.http.http2, hyperframe.frame as f; print(repr(f.DataFrame(3, b'x')))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() != "DataFrame(stream_id=3)", "importing api.http.http2 patched Frame.__repr__"
