@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from starlette.types import ASGIApp
 
 from api.http.app import DEFAULT_MAX_BODY_BYTES
+from api.http.hypercorn_server import serve_with_hypercorn
 from api.http.server import Listener, ServeError, Timeouts, serve_listeners
 from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT, TlsConfig, TlsError, server_context
 from scheduler.cli.certs import CLIENT_NAME
@@ -93,6 +94,13 @@ def add_listener_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=Timeouts.request,
         help="seconds a request's headers and body may take to arrive (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--http-server",
+        choices=["builtin", "hypercorn"],
+        default="builtin",
+        help="builtin (default): the bounded HTTP/1.1 and HTTP/2 listener; hypercorn: the same apps on hypercorn, "
+        "for comparison only (client certificates' names unchecked, no bounds of its own, the bench extra)",
     )
 
 
@@ -189,14 +197,19 @@ def serve_http(
 ) -> int:
     """Serve the apps where the flags say until a signal; 2 when a listener cannot start (the reason printed).
     ``registry`` receives the listeners' own metrics (the TLS handshakes)."""
+    listeners = build_listeners(args, verbs=verbs, probes=probes, debug=debug)
+    timeouts = Timeouts(request=args.request_timeout)
     try:
-        serve_listeners(
-            build_listeners(args, verbs=verbs, probes=probes, debug=debug),
-            log_level=args.log_level,
-            timeouts=Timeouts(request=args.request_timeout),
-            tls_reload_seconds=args.tls_reload_seconds,
-            registry=registry,
-        )
+        if args.http_server == "hypercorn":
+            serve_with_hypercorn(listeners, log_level=args.log_level, timeouts=timeouts)
+        else:
+            serve_listeners(
+                listeners,
+                log_level=args.log_level,
+                timeouts=timeouts,
+                tls_reload_seconds=args.tls_reload_seconds,
+                registry=registry,
+            )
     except ServeError as err:
         print(f"grove-extender serve: {err}", file=sys.stderr)
         return 2
