@@ -41,6 +41,7 @@ from h2.events import DataReceived, StreamEnded
 
 from api.http.app import create_app
 from api.http.http2 import Http2Protocol
+from api.http.hypercorn_server import serve_with_hypercorn
 from api.http.server import Listener, serve_listeners
 from api.http.tls import TlsConfig
 from benchmarks.bench_http import StubExtender
@@ -155,10 +156,13 @@ def in_process(pods: int, rounds: int) -> tuple[float, float]:
 # --- over mTLS --------------------------------------------------------------------------------------------------
 
 
-def _serve(pki: Path, port: int) -> int:
+def _serve(pki: Path, port: int, server: str) -> int:
     tls = TlsConfig(cert=str(pki / "server_cert.pem"), key=str(pki / "server_key.pem"), client_ca=str(pki / "ca.pem"))
-    app = create_app(StubExtender())
-    serve_listeners([Listener(name="extender", app=app, host="127.0.0.1", port=port, tls=tls)], log_level="warning")
+    listeners = [Listener(name="extender", app=create_app(StubExtender()), host="127.0.0.1", port=port, tls=tls)]
+    if server == "hypercorn":
+        serve_with_hypercorn(listeners, log_level="warning")
+    else:
+        serve_listeners(listeners, log_level="warning")
     return 0
 
 
@@ -202,24 +206,44 @@ async def _drive(client: httpx.AsyncClient, url: str, bodies: tuple[bytes, bytes
     await asyncio.gather(*in_flight)
 
 
-async def _rounds(pid: int, port: int, pki: Path, *, pods: int, rounds: int, binds: int) -> list[Counts]:
+SERVERS = ("builtin", "hypercorn")
+"""``serve --http-server``'s choices: the hand-written listener (``api.http.server``) and hypercorn's."""
+
+
+async def _client(pki: Path, port: int) -> httpx.AsyncClient:
+    """One HTTP/2 connection over mTLS to the server on ``port``, once it listens, warmed by 500 pods (imports,
+    caches, the connection itself) so that no round pays for them."""
     context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
     context.load_cert_chain(str(pki / "client_cert.pem"), str(pki / "client_key.pem"))
+    client = httpx.AsyncClient(http2=True, verify=context, timeout=30.0)
     url = f"https://localhost:{port}"
+    for _ in range(600):  # until the server listens
+        try:
+            await client.get(url + "/healthz")
+            break
+        except httpx.TransportError:
+            await asyncio.sleep(0.1)
+    return client
+
+
+async def _rounds(
+    servers: dict[str, tuple[int, int]], pki: Path, *, pods: int, rounds: int, binds: int
+) -> dict[str, list[Counts]]:
+    """Rounds taken in turn, one server after the other, so that a busier spell of the machine falls on both."""
     bodies = recorded_bodies()
-    async with httpx.AsyncClient(http2=True, verify=context, timeout=30.0) as client:
-        for _ in range(600):  # until the server listens
-            try:
-                await client.get(url + "/healthz")
-                break
-            except httpx.TransportError:
-                await asyncio.sleep(0.1)
-        await _drive(client, url, bodies, pods=min(pods, 500), binds=binds)  # warm: imports, caches, the connection
-        measured = []
+    clients = {name: await _client(pki, port) for name, (_, port) in servers.items()}
+    try:
+        for name, client in clients.items():
+            await _drive(client, f"https://localhost:{servers[name][1]}", bodies, pods=min(pods, 500), binds=binds)
+        measured: dict[str, list[Counts]] = {name: [] for name in servers}
         for _ in range(rounds):
-            before = Counts.of(pid)
-            await _drive(client, url, bodies, pods=pods, binds=binds)
-            measured.append(Counts.of(pid) - before)
+            for name, (pid, port) in servers.items():
+                before = Counts.of(pid)
+                await _drive(clients[name], f"https://localhost:{port}", bodies, pods=pods, binds=binds)
+                measured[name].append(Counts.of(pid) - before)
+    finally:
+        for client in clients.values():
+            await client.aclose()
     return measured
 
 
@@ -228,12 +252,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=3000, help="pods per round: a filter and a bind each")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--binds-in-flight", type=int, default=8, help="binds left open beside the next filters")
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help=f"comma-separated, from {', '.join(SERVERS)} (default: both, side by side in one run)",
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)  # the server subprocess: its PKI folder
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--server", choices=SERVERS, default="builtin", help=argparse.SUPPRESS)
     parser.add_argument("--in-process-only", action="store_true", help="skip the part over mTLS")
     args = parser.parse_args(argv)
     if args.serve:
-        return _serve(args.serve, args.port)
+        return _serve(args.serve, args.port, args.server)
+    chosen = [name for name in args.servers.split(",") if name]
+    if unknown := sorted(set(chosen) - set(SERVERS)):
+        parser.error(f"--servers: unknown {', '.join(unknown)}; choose from {', '.join(SERVERS)}")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     micros, writes = in_process(args.pods, args.rounds)
     print(f"load average: {load}")
@@ -244,28 +277,41 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         pki = Path(folder)
         issue(server_names=["localhost"], days=1).write_pems(pki)
-        port = free_port()
-        command = [sys.executable, "-m", "benchmarks.bench_http2", "--serve", str(pki), "--port", str(port)]
-        server = subprocess.Popen(command)
+        children: dict[str, subprocess.Popen[bytes]] = {}
+        ports: dict[str, int] = {}
         try:
+            for name in chosen:
+                ports[name] = free_port()
+                command = [sys.executable, "-m", "benchmarks.bench_http2", "--serve", str(pki)]
+                children[name] = subprocess.Popen([*command, "--port", str(ports[name]), "--server", name])
             load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
             started = time.perf_counter()
-            rounds = asyncio.run(
-                _rounds(server.pid, port, pki, pods=args.pods, rounds=args.rounds, binds=args.binds_in_flight)
+            servers = {name: (children[name].pid, ports[name]) for name in chosen}
+            measured = asyncio.run(
+                _rounds(servers, pki, pods=args.pods, rounds=args.rounds, binds=args.binds_in_flight)
             )
             wall = time.perf_counter() - started
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            for child in children.values():
+                child.terminate()
+                child.wait(timeout=30)
     end = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"load average: {load} before, {end} after ({wall:.0f} s)")
     print(f"{args.pods} pods per round (a filter with one node name and a bind), mTLS + HTTP/2, one connection")
-    print("  server CPU µs/pod   writes/pod   reads/pod")
-    for counts in sorted(rounds, key=lambda c: c.cpu):
-        per = 1 / args.pods
-        print(f"  {1e6 * counts.cpu * per:14.0f}   {counts.writes * per:10.2f}   {counts.reads * per:9.2f}")
-    best = min(rounds, key=lambda c: c.cpu)
-    print(f"least: {1e6 * best.cpu / args.pods:.0f} µs of server CPU per pod")
+    least: dict[str, float] = {}
+    for name in chosen:
+        print(f"  {name:<10} server CPU µs/pod   writes/pod   reads/pod")
+        for counts in sorted(measured[name], key=lambda c: c.cpu):
+            per = 1 / args.pods
+            print(
+                f"  {'':<10} {1e6 * counts.cpu * per:14.0f}   {counts.writes * per:10.2f}   {counts.reads * per:9.2f}"
+            )
+        least[name] = 1e6 * min(c.cpu for c in measured[name]) / args.pods
+    print("least: " + ", ".join(f"{name} {micros:.0f} µs of server CPU per pod" for name, micros in least.items()))
+    if "builtin" in least and len(least) > 1:
+        for name, micros in least.items():
+            if name != "builtin":
+                print(f"  {name} / builtin: {micros / least['builtin']:.2f}×")
     return 0
 
 

@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.progress import Progress
@@ -71,6 +71,7 @@ from benchmarks.e2e.processes import (
 __all__ = ["add_arguments", "run_real"]
 
 NAMESPACE = "bench"
+HTTP_SERVERS = ("builtin", "hypercorn")  # serve --http-server
 QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # both phases: the client limit is not what is measured
 
 
@@ -113,6 +114,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="kube-scheduler (and the extender) running first, the pods created after, both phases timed from the "
         "first create to the last bind: nothing planned or nominated ahead, all of the extender's CPU counted",
+    )
+    real.add_argument(
+        "--http-servers",
+        default="builtin",
+        help="comma-separated serve --http-server choices (builtin, hypercorn): one phase through the extender for "
+        "each, side by side in the run (default: %(default)s)",
     )
     real.add_argument(
         "--required-pack",
@@ -227,15 +234,24 @@ def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0) 
     raise SystemExit(f"bench --real: nominations not written within {deadline:g} s")
 
 
-def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
+def through_extender(
+    plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path, *, server: str = "builtin"
+) -> Phase:
+    """One phase through the extender, its verbs served by ``server`` (``serve --http-server``)."""
     total = sum(g.size for g in gangs)
-    phase = Phase("extender", total=total)
+    phase = Phase("extender" if server == "builtin" else f"extender/{server}", total=total)
     if not args.live:
         create_gangs(plane.api, NAMESPACE, gangs)
-    plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
+    flags = ("--log-level=warning", f"--http-server={server}", *(("--no-nominate",) if args.no_nominate else ()))
+    plane.start_extender(extra=flags)
     assert plane.extender is not None
     serve = plane.extender.child.pid
-    ahead = Sampler.start(serve, Path(args.profile) / "extender-ahead.txt") if args.profile and not args.live else None
+    suffix = "" if server == "builtin" else f"-{server}"
+    ahead = (
+        Sampler.start(serve, Path(args.profile) / f"extender-ahead{suffix}.txt")
+        if args.profile and not args.live
+        else None
+    )
     if not args.live:
         phase.planning_seconds = _wait_planned(plane, len(gangs))
         if not args.no_nominate:
@@ -251,17 +267,17 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
     api_before, extender_before = _api_counters(plane), _extender_counters(plane)
-    sampler = Sampler.start(serve, Path(args.profile) / "extender-real.txt") if args.profile else None
+    sampler = Sampler.start(serve, Path(args.profile) / f"extender-real{suffix}.txt") if args.profile else None
     threads_before = thread_cpu(serve)
     io_before, writes_before = io_calls(serve), thread_writes(serve)
     cpu_before = _cpu(_processes(plane, None))
     scheduler_cpu: float
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_scheduler(overrides=QPS), deadline=args.deadline,
-        label="through the extender", profile=folder / "scheduler-extender.pb.gz",
+        label=f"through the extender ({server})", profile=folder / f"scheduler-extender{suffix}.pb.gz",
         create=(lambda: create_gangs(plane.api, NAMESPACE, gangs)) if args.live else None,
     )  # fmt: skip
-    phase.scheduler_activity = _activity(folder / "scheduler-extender.pb.gz")
+    phase.scheduler_activity = _activity(folder / f"scheduler-extender{suffix}.pb.gz")
     scheduler_cpu = cpu_seconds(scheduler.pid)
     cpu_at_last = _cpu(_processes(plane, None))
     time.sleep(args.settle_seconds)  # the PodGang status writes and Events that follow the last bind
@@ -283,12 +299,17 @@ def through_extender(plane: ControlPlane, gangs: list[Gang], args: argparse.Name
     return phase
 
 
-def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
-    total = sum(g.size for g in gangs)
-    phase = Phase("alone", total=total)
+def _clear_pods(plane: ControlPlane) -> None:
+    """The former phase's pods deleted, so the next finds every GPU free."""
     plane.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods", gracePeriodSeconds=0)
     while plane.api.items(f"/api/v1/namespaces/{NAMESPACE}/pods", limit=1):
         time.sleep(0.5)
+
+
+def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
+    total = sum(g.size for g in gangs)
+    phase = Phase("alone", total=total)
+    _clear_pods(plane)
     plain = [Gang(g.name, g.size, gpus=g.gpus, cpu=g.cpu, scheduler="default-scheduler") for g in gangs]
 
     def create() -> None:
@@ -326,6 +347,10 @@ def run_real(args: argparse.Namespace) -> int:
     if isinstance(assets, str):
         raise SystemExit(f"bench --real: {assets}")
     required = CLIQUE if args.required_pack else None
+    servers = [name for name in args.http_servers.split(",") if name]
+    unknown = sorted(set(servers) - set(HTTP_SERVERS))
+    if unknown or not servers:
+        raise SystemExit(f"bench --real: --http-servers {args.http_servers!r}: choose from {', '.join(HTTP_SERVERS)}")
     gangs = [Gang(f"gang-{g:05d}", args.pods_per_gang, required=required) for g in range(args.gangs)]
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     started = time.monotonic()
@@ -337,7 +362,11 @@ def run_real(args: argparse.Namespace) -> int:
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
         phases = []
         if args.only != "alone":
-            phases.append(through_extender(plane, gangs, args, Path(args.profile or folder)))
+            for index, server in enumerate(servers):
+                if index:  # gangs of their own: the former PodGangs keep the status the last phase wrote
+                    _clear_pods(plane)
+                named = [replace(g, name=f"{server}-{g.name}") for g in gangs] if index else gangs
+                phases.append(through_extender(plane, named, args, Path(args.profile or folder), server=server))
         if args.only != "extender":
             phases.append(alone(plane, gangs, args, Path(args.profile or folder)))
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -393,6 +422,33 @@ def ahead_line(phase: Phase) -> str:
     )
 
 
+def _extender_lines(through: Phase, args: argparse.Namespace) -> None:
+    """What the extender of one phase cost, by thread, system call and counter."""
+    pods = max(through.bound, 1)
+    idle, planning = 1000 * through.extender_idle, through.planning_seconds
+    ahead = 1000 * through.planning_cpu / pods
+    nominated = "planned, not nominated" if args.no_nominate else "planned and nominated"
+    before = ("nothing planned ahead (live: every plan and nomination is in the drive)" if args.live else
+              f"{nominated} ahead in {planning:.1f} s, at {ahead:.2f} ms of its CPU per pod (from its start, "
+              "listing included; not in the figure before)")  # fmt: skip
+    drive = 1000 * through.cpu["extender"] / pods
+    print(f"{through.mode} CPU per bound pod: {drive:.2f} ms, idle {idle:.0f} ms/s; {before}; whole (ahead + drive) "
+          f"{ahead + drive:.2f} ms")  # fmt: skip
+    if not args.live:
+        print(ahead_line(through))
+    parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
+    print("extender CPU by thread, ms per bound pod: "
+          + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
+    reads, writes = through.extender_io
+    print(f"extender read()/write() calls per bound pod (event loops' sockets and wake-ups, not the watches' "
+          f"recv): reads {reads / pods:.2f}, writes {writes / pods:.2f} ("
+          + ", ".join(f"{name} {n / pods:.2f}" for name, n in sorted(through.writes_by_thread.items()) if n)
+          + ")")  # fmt: skip
+    print("per bound pod: " + counts_line(through))
+    print("extender counters per bound pod: "
+          + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
+
+
 def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
     pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
     if args.live:
@@ -406,32 +462,12 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
         cpu = ", ".join(f"{name} {1000 * seconds / pods:.2f}" for name, seconds in sorted(phase.cpu.items()))
         print(f"{phase.mode:>9}: bound {phase.bound}/{phase.total} in {phase.seconds:.1f} s = "
               f"{phase.pods_per_second:.1f} pods/s; CPU ms per bound pod: {cpu}")  # fmt: skip
-    through, plain = by_mode.get("extender"), by_mode.get("alone")
-    if through and plain and plain.pods_per_second:
-        print(f"ratio through the extender / alone: {through.pods_per_second / plain.pods_per_second:.2f}×")
-    if through:
-        pods = max(through.bound, 1)
-        idle, planning = 1000 * through.extender_idle, through.planning_seconds
-        ahead = 1000 * through.planning_cpu / pods
-        nominated = "planned, not nominated" if args.no_nominate else "planned and nominated"
-        before = ("nothing planned ahead (live: every plan and nomination is in the drive)" if args.live else
-                  f"{nominated} ahead in {planning:.1f} s, at {ahead:.2f} ms of its CPU per pod (from its start, "
-                  "listing included; not in the figure before)")  # fmt: skip
-        print(f"extender CPU per bound pod: {1000 * through.cpu['extender'] / pods:.2f} ms, idle {idle:.0f} ms/s; "
-              f"{before}")  # fmt: skip
-        if not args.live:
-            print(ahead_line(through))
-        parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
-        print("extender CPU by thread, ms per bound pod: "
-              + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
-        reads, writes = through.extender_io
-        print(f"extender read()/write() calls per bound pod (event loops' sockets and wake-ups, not the watches' "
-              f"recv): reads {reads / pods:.2f}, writes {writes / pods:.2f} ("
-              + ", ".join(f"{name} {n / pods:.2f}" for name, n in sorted(through.writes_by_thread.items()) if n)
-              + ")")  # fmt: skip
-        print("per bound pod: " + counts_line(through))
-        print("extender counters per bound pod: "
-              + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
+    plain = by_mode.get("alone")
+    for through in (p for p in phases if p.mode.startswith("extender")):
+        if plain and plain.pods_per_second:
+            ratio = through.pods_per_second / plain.pods_per_second
+            print(f"ratio through the {through.mode} / alone: {ratio:.2f}×")
+        _extender_lines(through, args)
     for phase in phases:
         if phase.scheduler_activity:
             pods = max(phase.bound, 1)
