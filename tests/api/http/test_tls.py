@@ -1,5 +1,5 @@
 """``api.http.tls`` without sockets: whose certificate is accepted, and how failures are counted and logged
-(rate-limited). The handshakes themselves, on real sockets, are in ``tests/test_serve_http.py``."""
+(rate-limited). The handshakes themselves, on real sockets, are in ``tests/api/http/test_serve_http.py``."""
 
 from __future__ import annotations
 

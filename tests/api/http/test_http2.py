@@ -1,5 +1,5 @@
 """``api.http.http2`` frame by frame, against h2's own client state machine over an in-memory transport: the bounds a
-slow or greedy client meets, and flow control both ways. Real sockets and TLS: ``tests/test_serve_http.py``."""
+slow or greedy client meets, and flow control both ways. Real sockets and TLS: ``tests/api/http/test_serve_http.py``."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from api.extender import ExtenderArgs, ExtenderFilterResult
 from api.http.app import create_app
 from api.http.http2 import WHOLE_BYTES
 from api.http.whole_requests import Reply, WholeHandler, WholeRequests
-from tests.test_api_app import POD, EchoExtender
-from tests.test_api_http2 import Client
+from tests.api.http.test_app import POD, EchoExtender
+from tests.api.http.test_http2 import Client
 
 BIND = {"PodName": "p", "PodNamespace": "default", "PodUID": "u1", "Node": "a"}
 

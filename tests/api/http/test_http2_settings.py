@@ -1,5 +1,5 @@
-"""``api.http.http2`` when the client changes its SETTINGS mid-connection (h2's ``RemoteSettingsChanged``), against
-h2's own client state machine (``tests.test_api_http2.Client``): a new ``SETTINGS_INITIAL_WINDOW_SIZE`` moves the send
+"""``api.http.http2`` when the client changes its SETTINGS mid-connection (h2's ``RemoteSettingsChanged``), against h2's
+own client state machine (``tests.api.http.test_http2.Client``): a new ``SETTINGS_INITIAL_WINDOW_SIZE`` moves the send
 window of every open stream with no WINDOW_UPDATE to say so. A reply blocked on its window must resume when it grows,
 and send no byte past it when it shrinks (h2's client raises on any byte beyond its window), and nothing of the reply
 may be lost or left hanging."""
@@ -11,7 +11,7 @@ import asyncio
 from h2.events import DataReceived, Event, StreamEnded
 from h2.settings import SettingCodes
 
-from tests.test_api_http2 import Client, echo
+from tests.api.http.test_http2 import Client, echo
 
 BODY = b"0123456789abcdef" * 13  # echo answers it 1,000 times: 208,000 bytes, over three default windows
 REPLY = BODY * 1000
