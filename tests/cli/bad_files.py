@@ -1,9 +1,10 @@
 """A corpus of malformed snapshot files, and a driver that runs every command that loads one over each of them.
 
 ``write_corpus(directory)`` writes the files and returns what each one's error must name. ``python -m
-tests.bad_files DIRECTORY`` (run by ``tests/test_bad_snapshot_files.py`` in a child process under an address-space
-limit) runs ``snapshot inspect``, ``plan``, ``serve --snapshot`` and ``bench`` on every file in-process, capturing
-each command's stderr, and prints one JSON line per (file, command): the exit code and the lines written.
+tests.cli.bad_files DIRECTORY`` (run by ``tests/cli/test_bad_snapshot_files.py`` in a child process under an
+address-space limit) runs ``snapshot inspect``, ``plan``, ``serve --snapshot`` and ``bench`` on every file
+in-process, capturing each command's stderr, and prints one JSON line per (file, command): the exit code and the
+lines written.
 """
 
 from __future__ import annotations

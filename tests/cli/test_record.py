@@ -90,7 +90,7 @@ def test_record_leaks_no_secret_and_never_reads_secrets(fake: FakeApiServer, tmp
     pod = next(i for i in document["items"] if i["kind"] == "Pod")
     assert pod["spec"]["containers"][0]["env"] == [{"name": "HF_TOKEN"}, {"name": "MODE"}], "names stay"
     node = next(i for i in document["items"] if i["metadata"]["name"] == "gpu-0")
-    assert node["metadata"]["annotations"] == {}, "no annotation placement reads (test_record_scrub.py)"
+    assert node["metadata"]["annotations"] == {}, "no annotation placement reads (tests/snapshot/test_record_scrub.py)"
 
 
 def test_record_round_trips_through_snapshot_inspect(

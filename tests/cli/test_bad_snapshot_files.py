@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.snapshot import SnapshotError, load_snapshot
-from tests.bad_files import COMMANDS, SNAPSHOT_LIMIT, write_corpus
+from tests.cli.bad_files import COMMANDS, SNAPSHOT_LIMIT, write_corpus
 from tests.conftest import REPO_ROOT
 
 
@@ -22,7 +22,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, tuple[st
     directory = tmp_path_factory.mktemp("bad-files")
     expected = write_corpus(directory)
     done = subprocess.run(
-        [sys.executable, "-m", "tests.bad_files", str(directory)],
+        [sys.executable, "-m", "tests.cli.bad_files", str(directory)],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,

@@ -1,11 +1,11 @@
 """Hostile files through every command that reads a file a user names, each command in a process of its own.
 
-``python -m tests.hostile_files DIRECTORY`` (run by ``tests/test_hostile_files.py``) writes the hostile inputs into
-DIRECTORY — ``/dev/zero`` (and a ``.csv`` link to it), a FIFO that a writer feeds zeros without end, a 3 GiB sparse
-file, and files of kinds the command does not read (a Secret, ``kind: 5``) — and runs every (command, input) pair
-as a forked child under an address-space limit of ``MEMORY_LIMIT``, the way a user would run the command:
-``scheduler.cli.main`` with the command's arguments, stdout and stderr to files. Forking from one process that
-imported the commands once keeps the whole matrix to seconds; each child is still its own process with its own
+``python -m tests.cli.hostile_files DIRECTORY`` (run by ``tests/cli/test_hostile_files.py``) writes the hostile
+inputs into DIRECTORY — ``/dev/zero`` (and a ``.csv`` link to it), a FIFO that a writer feeds zeros without end, a
+3 GiB sparse file, and files of kinds the command does not read (a Secret, ``kind: 5``) — and runs every (command,
+input) pair as a forked child under an address-space limit of ``MEMORY_LIMIT``, the way a user would run the
+command: ``scheduler.cli.main`` with the command's arguments, stdout and stderr to files. Forking from one process
+that imported the commands once keeps the whole matrix to seconds; each child is still its own process with its own
 limit, killed if it outlives ``KILL_AFTER``. One JSON line per run: the exit code, what the command wrote to stderr,
 its wall time and its peak resident memory.
 """

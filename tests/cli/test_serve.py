@@ -16,7 +16,7 @@ from scheduler.extender.leadership import AlwaysLeader
 from scheduler.extender.state import ClusterStore, load_snapshot_into
 from scheduler.snapshot import load_snapshot
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_serve_is_registered_with_its_options() -> None:

@@ -1,6 +1,6 @@
 """Every command that reads a file a user names, fed ``/dev/zero``, a FIFO fed zeros without end, a 3 GiB sparse
 file and files of kinds it does not read: exit 2 with one line naming the file, within 10 s and 1 GiB of memory
-(each command a process of its own under that address-space limit: ``tests/hostile_files.py``)."""
+(each command a process of its own under that address-space limit: ``tests/cli/hostile_files.py``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli.hostile_files import COMMANDS, MEMORY_LIMIT
 from tests.conftest import REPO_ROOT
-from tests.hostile_files import COMMANDS, MEMORY_LIMIT
 
 SECONDS = 10.0
 INPUTS = ("dev-zero", "fifo", "sparse", "kind-secret", "kind-5")
@@ -24,7 +24,7 @@ INPUTS = ("dev-zero", "fifo", "sparse", "kind-secret", "kind-5")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     directory = tmp_path_factory.mktemp("hostile")
     done = subprocess.run(
-        [sys.executable, "-m", "tests.hostile_files", str(directory)],
+        [sys.executable, "-m", "tests.cli.hostile_files", str(directory)],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
