@@ -3,7 +3,7 @@
 A user installs one overlay (``deploy/overlays/*``), optionally with components (``deploy/components/*``). Both are
 entry points; from each, ``resources``, ``components``, ``configurations`` and patch files are followed into the
 folders they name (``base/``, ``crds/``, ``reconciler/``). This reader needs no kubectl, so ``make test`` runs it;
-``tests/kube/test_deploy_install.py`` checks it against ``kubectl kustomize`` where kubectl is at hand.
+``tests/deploy/test_install.py`` checks it against ``kubectl kustomize`` where kubectl is at hand.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from scheduler.extender.coordinator.status import partially_bound_status, schedu
 from scheduler.snapshot import load_snapshot
 from tests.conftest import REPO_ROOT
 from tests.crd_schema import violations
+from tests.deploy.manifests import DEPLOY, documents, extender_args, find, scheduler_config
 from tests.kube import objects as k
-from tests.manifests import DEPLOY, documents, extender_args, find, scheduler_config
 
 # (apiGroup, resource) → verbs: exactly what the extender calls, nothing more (see scheduler/kube/).
 EXTENDER_PERMISSIONS = {
@@ -122,7 +122,7 @@ def test_extender_deployment_runs_two_replicas_with_probes() -> None:
     (container,) = pod["containers"]
     assert deployment["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == "grove-extender"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"  # on the probe port: test_deploy_security
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"  # on the probe port: test_security.py
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["args"][0] == "serve" and "--in-cluster" in container["args"]
     assert extender_args()["lease-namespace"] == "$(POD_NAMESPACE)"

@@ -16,8 +16,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from scheduler.cli.certs import CLIENT_NAME, CLIENT_SECRET, SERVER_SECRET, issue, secrets_manifest, service_names
 from tests.conftest import REPO_ROOT
-from tests.manifests import DEPLOY, documents, extender_args, find, of_kind, pod_spec, scheduler_config
-from tests.pod_security import restricted_violations
+from tests.deploy.manifests import DEPLOY, documents, extender_args, find, of_kind, pod_spec, scheduler_config
+from tests.deploy.pod_security import restricted_violations
 
 TLS_KEYS = {"tls.crt", "tls.key", "ca.crt"}  # a kubernetes.io/tls Secret with its CA, as certs and cert-manager write
 

@@ -1,9 +1,9 @@
 """The install as kustomize builds it: every manifest under deploy/ is installed by some overlay or component, and
 (where kubectl is at hand) every overlay renders to exactly the objects its files hold, with the image set in one place.
 
-The reachability checks read the kustomizations themselves (``tests/manifests.py``), so ``make test`` runs them with
-no kubectl; the rendering tests run ``kubectl kustomize`` from ``KUBEBUILDER_ASSETS`` and skip with one line without
-it. The server-side dry run of every overlay on v1.36 is ``tests/e2e/test_install.py``'s.
+The reachability checks read the kustomizations themselves (``tests/deploy/manifests.py``), so ``make test`` runs
+them with no kubectl; the rendering tests run ``kubectl kustomize`` from ``KUBEBUILDER_ASSETS`` and skip with one
+line without it. The server-side dry run of every overlay on v1.36 is ``tests/e2e/test_install.py``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import yaml
 
 from benchmarks.controlplane.install import kustomization
 from tests.conftest import REPO_ROOT
-from tests.manifests import DEPLOY, KUSTOMIZATION, KustomizationError, entry_points, reached, unreachable
+from tests.deploy.manifests import DEPLOY, KUSTOMIZATION, KustomizationError, entry_points, reached, unreachable
 
 Key = tuple[str, str, str]  # kind, namespace, name
 
