@@ -16,7 +16,7 @@ from benchmarks.replay.solve_step import SolveStep
 from benchmarks.replay.workload import ReplayGang
 from placement.preemption import Preemption, PreemptionCost, Victim, VictimGang
 from placement.request import ClusterView, GangRequest, SolveOptions, Status
-from tests.replay_fakes import CLIQUE, FirstFitGang, gang, host, workload
+from tests.benchmarks.replay.fakes import CLIQUE, FirstFitGang, gang, host, workload
 from topology import HostSpec, Topology
 
 OPTIONS = SolveOptions(workers=1, time_limit_seconds=10.0)

@@ -7,7 +7,7 @@ import pytest
 from benchmarks.replay.decision import DecisionStep
 from benchmarks.replay.engine import GangRun, ReplayOutcome, replay
 from benchmarks.replay.ledger import Ledger, OvercommitError
-from tests.replay_fakes import FirstFitGang, FirstFitPodByPod, Overcommitter, gang, host, workload
+from tests.benchmarks.replay.fakes import FirstFitGang, FirstFitPodByPod, Overcommitter, gang, host, workload
 
 
 def _identity_holds(out: ReplayOutcome) -> None:

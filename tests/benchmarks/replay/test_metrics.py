@@ -10,7 +10,7 @@ from benchmarks.replay.metrics import percentile, summarise
 from benchmarks.replay.quality import honours_required, make_domain_probe
 from benchmarks.replay.workload import Workload
 from placement.request import GangRequest, GroupRequest, PackScope
-from tests.replay_fakes import CLIQUE, FirstFitGang, FirstFitPodByPod, gang, host, workload
+from tests.benchmarks.replay.fakes import CLIQUE, FirstFitGang, FirstFitPodByPod, gang, host, workload
 from topology import Topology
 
 

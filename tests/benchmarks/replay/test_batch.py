@@ -8,7 +8,7 @@ import pytest
 from benchmarks.replay.batch_step import BatchStep
 from benchmarks.replay.engine import replay
 from placement import SolveOptions
-from tests.replay_fakes import gang, host, workload
+from tests.benchmarks.replay.fakes import gang, host, workload
 from topology import Topology
 
 
