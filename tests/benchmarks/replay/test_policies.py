@@ -22,7 +22,7 @@ from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangRef
 from scheduler.extender.coordinator.victims import gather
 from scheduler.snapshot import dump_snapshot, load_snapshot
-from tests.bench_data import write_mini_traces
+from tests.benchmarks.data import write_mini_traces
 
 POLICIES = ("cpsat", "topology-greedy", "gang-best-fit", "spread", "first-fit")
 

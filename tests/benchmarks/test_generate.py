@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.generate.scenarios import SCENARIOS, build
 from scheduler.snapshot import dump_snapshot, load_snapshot
-from tests.bench_data import write_mini_traces
+from tests.benchmarks.data import write_mini_traces
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.generate.scenarios import build
 from scheduler.cli import main
 from scheduler.snapshot import dump_snapshot
-from tests.bench_data import small_h100_snapshot, write_mini_traces
+from tests.benchmarks.data import small_h100_snapshot, write_mini_traces
 from tests.conftest import REPO_ROOT
 
 ISSUE_KEYS = {

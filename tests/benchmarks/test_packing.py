@@ -14,7 +14,7 @@ from benchmarks.packing.templates import templates_from_trace
 from benchmarks.replay.fragmentation import make_fragmentation
 from placement import ClusterView, GangRequest, SolveOptions
 from scheduler.cli import main
-from tests.bench_data import small_h100_snapshot, write_mini_traces
+from tests.benchmarks.data import small_h100_snapshot, write_mini_traces
 from tests.placement.cluster import CLIQUE, GPU, gang, group, hosts, pack, view
 
 FILL_KEYS = {
