@@ -131,7 +131,7 @@ def test_extender_deployment_runs_two_replicas_with_probes() -> None:
 
 def test_dockerfile_is_slim_non_root_with_the_cli_as_entrypoint() -> None:
     lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()]
-    # The base image is a build argument (a release build passes a digest: tests/test_requirements_lock.py).
+    # The base image is a build argument (a release build passes a digest: tests/repo/test_requirements_lock.py).
     assert "ARG PYTHON_IMAGE=python:3.11-slim" in lines and "FROM ${PYTHON_IMAGE}" in lines
     user = next(line for line in lines if line.startswith("USER "))
     assert not user.split()[1].startswith(("root", "0"))

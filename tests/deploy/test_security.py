@@ -254,7 +254,7 @@ def test_images_are_the_project_version_or_pinned() -> None:
 def test_runtime_image_installs_no_extra() -> None:
     lines = [line.strip() for line in (DEPLOY / "Dockerfile").read_text().splitlines()]
     installs = [line for line in lines if line.startswith("RUN pip install")]
-    # The dependencies come from requirements.lock (tests/test_requirements_lock.py), the project without extras.
+    # The dependencies come from requirements.lock (tests/repo/test_requirements_lock.py), the project without extras.
     assert installs[-1] == "RUN pip install --no-index --no-deps --no-build-isolation . && rm -rf /src", installs
     assert not any(line.startswith("COPY benchmarks") for line in lines)
     dependencies = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
