@@ -114,7 +114,7 @@ def test_default_scheduler_block_routes_only_gpu_preemptions_to_the_guard() -> N
     (extender,) = config["extenders"]
     assert extender == {
         "urlPrefix": extender["urlPrefix"],
-        "enableHTTPS": True,  # the extender serves its verbs over mTLS only (tests/kube/test_deploy_security.py)
+        "enableHTTPS": True,  # the extender serves its verbs over mTLS only (tests/deploy/test_security.py)
         "tlsConfig": {key: extender["tlsConfig"][key] for key in ("certFile", "keyFile", "caFile")},
         "preemptVerb": "preempt",
         "managedResources": [{"name": "nvidia.com/gpu", "ignoredByScheduler": False}],
