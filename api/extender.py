@@ -6,8 +6,9 @@ list and ``NodeNames`` is null; with ``true`` it sends ``NodeNames`` and ``Nodes
 in the same mode.
 
 The Pod kube-scheduler sends (and preempt's victims) is read for its identity alone (``PodRef``): the extender
-decides from the API's copy of a pod (its watch's), never from a caller's, and decoding the rest of a Pod was a
-third of filter's decode (``python -m benchmarks.bench_http``).
+decides from the API's copy of a pod (its watch's), never from a caller's, so decoding the rest of a Pod would be
+work on every filter that nothing reads (``python -m benchmarks.bench_http`` measures filter's decode; figures in
+docs/bench_http.md).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ INT64_MAX = 2**63 - 1
 # inside 64 bits.
 _MAXIMA = {
     "cpu": "1000000",  # a million cores (the largest machines have about 2,000)
-    "memory": "256Ti",  # the largest single machines have 32 TiB
+    "memory": "256Ti",  # beyond the memory of any single machine built yet
     "pods": "1000000",  # kubelet's max-pods defaults to 110
     # 8–16 devices per node; time-slicing or MPS advertises up to 48 replicas of each.
     "nvidia.com/gpu": "4096",

@@ -2,9 +2,9 @@
 
 kube-scheduler sends every call with a ``Content-Length``; in node-names mode (``nodeCacheCapable: true``) a filter
 is the Pod plus a list of names, a few KB for thousands of nodes. A body over the limit is refused before it is read.
-A large body is decoded in a worker thread, one at a time: decoding is pure CPU, and on the event loop it would stall
-every other call (a 9 MB NodeList takes half a second on a 2-core machine), while several at once would hold several
-copies of a cluster in memory.
+A large body is decoded in a worker thread, one at a time: decoding is pure CPU, and on the event loop every other
+call would wait while a large cluster's NodeList decodes (figures in docs/README.md, under NodeList mode), while
+several at once would hold several copies of a cluster in memory.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 NodeList mode (``nodeCacheCapable: false``) sends every node in full, a few KB each: raise ``--max-body-bytes``."""
 
 OFF_LOOP_BYTES = 256 * 1024
-"""Bodies above this are decoded in a worker thread (a node-names filter for 5,000 nodes is ~150 KB, decoded in
-about a millisecond: the thread hand-off would cost more than it saves)."""
+"""Bodies above this are decoded in a worker thread. Below it, node-names filters for thousands of nodes decode on
+the event loop: for a body that small the hand-off to a thread and back would cost more than it saves
+(``python -m benchmarks.bench_http`` measures a filter's decode; figures in docs/bench_http.md)."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

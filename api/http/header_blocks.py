@@ -3,7 +3,8 @@
 kube-scheduler sends the same header fields with every call, and the extender answers with the same few. Once the
 fields sit in the connection's dynamic table, each block is a handful of *indexed* field representations (RFC 7541
 §6.1), and decoding or encoding it again costs h2's pure-Python ``hpack`` a field-by-field walk with a log call per
-field: a tenth of the CPU of an extender call (``benchmarks.bench_http2``).
+field, on every call, to reach the same fields as last time (``benchmarks/bench_http2.py`` measures a call's CPU;
+figures in docs/bench_http2.md).
 
 A block made only of indexed representations leaves the dynamic table as it found it, so while the table does not
 change, the same bytes decode to the same fields and the same fields encode to the same bytes. Anything else (a

@@ -1,11 +1,11 @@
 """HTTP/2 on a TLS listener: each request a stream of one long-lived connection, served by the same ASGI app.
 
 Why: kube-scheduler's extender client is Go's ``net/http`` with no pool settings of its own, so it keeps at most two
-idle HTTP/1.1 connections to the extender. A gang's members each hold a bind call open until the gang is complete,
-so every gang opened a burst of connections whose TLS handshakes (0.8 per bound pod, measured on a real
-kube-scheduler v1.36: a tenth of its CPU, and the extender's share on top) ended with the gang, and a filter call
-that found no idle connection waited for a handshake on kube-scheduler's critical path. The same client offers
-``h2`` by ALPN; over HTTP/2 all its calls share one connection, however many are in flight.
+idle HTTP/1.1 connections to the extender. A gang's members each hold a bind call open until the gang is complete, so
+every gang opened a burst of connections whose TLS handshakes, paid in CPU by kube-scheduler and the extender alike,
+ended with the gang (``bench_e2e --real`` counts them per bound pod on a real kube-scheduler v1.36; figures in
+docs/bench_e2e.md), and a filter call that found no idle connection waited for a handshake on kube-scheduler's critical
+path. The same client offers ``h2`` by ALPN; over HTTP/2 all its calls share one connection, however many are in flight.
 
 Chosen during the handshake (``api.http.tls``): a client that offers ``h2`` gets this protocol, any other HTTP/1.1. The
 bounds are the HTTP/1.1 protocol's (``api.http.server``): a request's headers and body must arrive within
@@ -117,9 +117,10 @@ class Http2Protocol(asyncio.Protocol):
         self._keep_alive = keep_alive
         shorten_frame_reprs()  # h2 renders every frame it receives, for a log nobody reads (the fence says why)
         # The headers we send are the app's, lowercased and stripped of HTTP/1.1's connection headers in ``send``:
-        # h2's outbound normalising and checking of them cost a tenth of a call's CPU (bench_http2) and find nothing.
+        # h2's outbound normalising and checking of them would redo that for every response and find nothing.
         # A request's headers are checked in one pass by ``api.http.request_fields``: h2's own inbound checks are
-        # chains of generators walking every byte of every value in Python, a fifth of the CPU of receiving a request.
+        # chains of generators walking every byte of every value in Python, on every request
+        # (``benchmarks/bench_http2.py`` measures a call's CPU; figures in docs/bench_http2.md).
         # The same few header fields both ways on every call: decoded and encoded once while HPACK's table allows.
         self._h2 = server_connection(
             settings={
@@ -134,8 +135,8 @@ class Http2Protocol(asyncio.Protocol):
         self._loop: asyncio.AbstractEventLoop  # from connection_made
         self._client: tuple[str, int] | None = None
         self._server: tuple[str, int] | None = None
-        # Two timers for the connection rather than one per request and one per idle spell: a timer costs as much
-        # as a tenth of a call (uvloop starts and stops a libuv timer for each), and these seldom fire.
+        # Two timers for the connection rather than one per request and one per idle spell: uvloop starts and stops
+        # a libuv timer for each, on every call, and these seldom fire (``benchmarks/bench_http2.py``).
         self._arrivals: deque[tuple[float, _Stream]] = deque()  # streams still arriving, by deadline
         self._deadlines: asyncio.TimerHandle | None = None
         self._idle_until: float | None = None  # None: streams in flight

@@ -44,7 +44,8 @@ __all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "serve_list
 log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = 64 * 1024
-"""Request line plus headers; kube-scheduler sends about 200 bytes."""
+"""Request line plus headers: far above the few short fields kube-scheduler sends, and a bound on what a client's
+headers can make the server hold."""
 
 
 class ServeError(RuntimeError):

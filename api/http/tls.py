@@ -53,7 +53,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
-"""Seconds a TLS handshake may take, from the connection's first moment (kube-scheduler's own is a few ms)."""
+"""Seconds a TLS handshake may take, from the connection's first moment: kube-scheduler's own finish far sooner, so
+only a client that stalls meets it."""
 
 LOG_INTERVAL = 10.0
 """At most one log line per listener and failure reason in this many seconds."""

@@ -3,9 +3,9 @@
 kube-scheduler calls ``filter`` on its critical path, one pod at a time, then ``bind`` for the same pod: whatever
 the HTTP stack spends per call is spent per pod. Routed through FastAPI, each call also went through its middleware
 stack (error, exception, telemetry, body-limit and exit-stack layers), the router's matching and Starlette's
-``Request``/``Response`` objects: ~50 µs of CPU per call on these machines, over half of uvicorn's own floor
-(``python -m benchmarks.bench_http``: a filter with 1,008 names 180 → 127 µs, a bind 77 → 29). Here a verb is a
-dictionary lookup on the path, the body is read straight from ``receive`` and the reply written straight to
+``Request``/``Response`` objects, none of which a verb needs, on both of a pod's calls
+(``python -m benchmarks.bench_http`` measures a filter and a bind both ways; figures in docs/bench_http.md). Here a
+verb is a dictionary lookup on the path, the body is read straight from ``receive`` and the reply written straight to
 ``send``; anything that is not a verb goes to the app handed in (FastAPI: the probes).
 
 A handler decodes, calls one method of the extender and encodes, under the error policy of ``api.http.app``.

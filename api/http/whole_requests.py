@@ -21,8 +21,9 @@ class WholeRequests(Protocol):
     """An app that answers some requests itself once their body has arrived whole, without ASGI.
 
     kube-scheduler's calls are small bodies that arrive with their headers: for them the ASGI messages, the
-    ``receive`` and ``send`` closures and the middleware around the app cost a tenth of a call's CPU and do
-    nothing. A request whose body arrives in pieces still goes through ASGI, which reads it as it comes.
+    ``receive`` and ``send`` closures and the middleware around the app are CPU spent on every call that does
+    nothing for it (``benchmarks/bench_http2.py`` measures a call's CPU; figures in docs/bench_http2.md). A request
+    whose body arrives in pieces still goes through ASGI, which reads it as it comes.
     """
 
     def whole(self, method: str, path: str) -> WholeHandler | None:

@@ -16,7 +16,7 @@ __all__ = ["READ_TIMEOUT", "WRITE_TIMEOUT", "ConnectError", "describe_error", "l
 log = logging.getLogger(__name__)
 
 # A gang's release binds many pods in parallel, and the watches hold three connections for good:
-# the client's default pool (5 × CPUs) would make binds queue for a connection on a small node.
+# the client's default pool (five connections per CPU) would make binds queue for a connection on a small node.
 POOL_SIZE = 64
 
 # (connect, read) seconds. Writes sit on kube-scheduler's bind path, whose extender httpTimeout is 5 s: a write that

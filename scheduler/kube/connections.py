@@ -3,10 +3,10 @@
 A request here is what the writes are: a method, a path, a small body and a handful of headers out; a status and a
 body back. The response is parsed by ``httptools`` (llhttp, the parser uvicorn serves with), so nothing of HTTP's
 grammar is written here: this module only frames a request, keeps connections open between requests and bounds
-how long each step may take. aiohttp did the same before and cost twice the CPU per write
-(``benchmarks/bench_bind_client.py``: 0.25 against 0.13 ms per binding), most of it in what a write needs none
-of (a client request object, URL parsing, cookie and tracing hooks, a multidict of headers); the extender writes at
-least once per pod it schedules, on the event loop that answers kube-scheduler.
+how long each step may take. aiohttp did the same before at more CPU per write (``benchmarks/bench_bind_client.py``
+measures both; figures in docs/bench_bind_client.md), most of it in what a write needs none of (a client request
+object, URL parsing, cookie and tracing hooks, a multidict of headers); the extender writes at least once per pod it
+schedules, on the event loop that answers kube-scheduler.
 
 One request at a time per connection (no pipelining: a pipelined request that fails leaves the ones behind it in
 doubt). A connection goes back to the pool only after a whole response that allows keep-alive; one that failed,

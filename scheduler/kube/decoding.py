@@ -6,9 +6,9 @@ that changes nothing the model keeps (a heartbeat) is recognised before that (``
 
 Pods are most of a cluster's events, and nearly all of them are pods of other schedulers, which the store keeps
 only as capacity (``scheduler.kube.foreign.ForeignPod``). So a Pod event is first read for whose pod it is (labels
-and ``schedulerName``, ~2 µs with msgspec, which skips the rest); then a pod of another scheduler goes through a
-typed msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits,
-overhead (~4 µs for a 3 KB pod, against ~25 µs for the pydantic model: ``benchmarks/bench_watch.py``) — and
+and ``schedulerName``, with msgspec, which skips the rest); then a pod of another scheduler goes through a typed
+msgspec decode of what the store needs of it — identity, node, phase, the containers' requests and limits, overhead,
+a fraction of the pydantic model's cost (``benchmarks/bench_watch.py``; figures in docs/bench_watch.md) — and
 becomes a ``ForeignPod``, its quantities parsed once and bounds-checked as the model's would be; only our pods are
 decoded into the full ``Pod`` model.
 
@@ -222,7 +222,7 @@ class _WhoseSpec(msgspec.Struct):
 
 
 class _Whose(msgspec.Struct):
-    """Just enough to tell ours from the others (~2 µs: everything else is skipped)."""
+    """Just enough to tell ours from the others: everything else is skipped, not decoded."""
 
     metadata: _WhoseMeta = msgspec.field(default_factory=_WhoseMeta)
     spec: _WhoseSpec = msgspec.field(default_factory=_WhoseSpec)

@@ -3,8 +3,9 @@
 The extender decides for its own pods (``schedulerName`` one of its names) and for members of Grove gangs (label
 ``grove.io/podgang``, whoever schedules them: a gang is protected from preemption as a whole). Every other pod in
 the cluster — on a shared cluster, nearly all of them — matters only as capacity: the node it holds, its summed
-requests, its phase, and its going away. A full ``Pod`` model of each (~8 KB in memory) made 100,000 such pods
-most of the extender's memory; a ``ForeignPod`` keeps what the capacity needs (~200 bytes).
+requests, its phase, and its going away. A full ``Pod`` model of each made 100,000 such pods most of the extender's
+memory; a ``ForeignPod`` keeps only what the capacity needs (``benchmarks/bench_watch.py`` measures the store's
+memory per pod; figures in docs/bench_watch.md).
 """
 
 from __future__ import annotations

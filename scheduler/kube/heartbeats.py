@@ -1,11 +1,12 @@
 """Node events that change nothing the store reads — kubelet heartbeats — recognised before the model decode.
 
 A kubelet rewrites its Node's conditions (``lastHeartbeatTime``) every status update; that is most Node events,
-and the pydantic decode of a ~5 KB Node costs ~45 µs for a copy equal to the one stored but for its
-resourceVersion. ``NodeDecoder`` first reads, with msgspec, the raw JSON of just the fields the ``Node`` model
-keeps (metadata but its resourceVersion; spec; allocatable and capacity: ~5 µs, skipping conditions and images),
-and when those bytes equal the ones it last decoded for that node, answers ``Unchanged`` with the new
-resourceVersion for the watch to resume from. Anything else goes through the model as before.
+and the pydantic decode of each one's whole Node is spent on a copy equal to the one stored but for its resourceVersion.
+``NodeDecoder`` first reads, with msgspec, the raw JSON of just the fields the ``Node`` model keeps (metadata but its
+resourceVersion; spec; allocatable and capacity), skipping conditions and images at a fraction of the decode's cost
+(``benchmarks/bench_watch.py``; figures in docs/bench_watch.md), and when those bytes equal the ones it last decoded for
+that node, answers ``Unchanged`` with the new resourceVersion for the watch to resume from. Anything else goes through
+the model as before.
 
 What it remembers is forgotten whenever it cannot be sure the store holds what it decoded: on every list page (a
 relist replaces the store), when a node is deleted, and when an event falls to the dict path.

@@ -1,17 +1,18 @@
 """``ApiHttp``: the extender's writes to the API server as bare HTTP/1.1 requests over kept-alive connections
 (``scheduler.kube.connections``), on the caller's event loop, or on a private one for a thread without a loop.
 
-The official client costs 0.6-1.3 ms of CPU per write (model objects, urllib3, a worker thread per call:
-``benchmarks/bench_bind_client.py``) and the extender writes at least once per pod it schedules. Writes need none of
-what it offers: the bodies are small dicts, the answers are read only for their status and message. Connection
-settings come from the same ``kubernetes.client.Configuration`` as the watches: server, CA bundle, client
-certificate, bearer token (read again through the configuration every ``TOKEN_SECONDS``, so a token it refreshes,
-such as an in-cluster projected token, is picked up; reading it costs ~60 µs, as much as a third of a bind).
+The official client spends CPU on model objects, urllib3 and a worker thread for every write
+(``benchmarks/bench_bind_client.py`` measures it; figures in docs/bench_bind_client.md), and the extender writes at
+least once per pod it schedules. Writes need none of what it offers: the bodies are small dicts, the answers are read
+only for their status and message. Connection settings come from the same ``kubernetes.client.Configuration`` as the
+watches: server, CA bundle, client certificate, bearer token (read again through the configuration every
+``TOKEN_SECONDS``, so a token it refreshes, such as an in-cluster projected token, is picked up; not before every
+request, as reading it would add a good part of a bind's CPU to each).
 
 A caller on an event loop (the release, on uvicorn's) awaits ``request`` over that loop's own connections: a hop to
-another thread would double the CPU of a bind (``bench_bind_client``: 0.57 against 0.29 ms). A thread without a
-loop (the background worker's status and Event writes) blocks on ``send``, served by a private loop on a daemon
-thread. Neither retries: the caller decides.
+another thread would add a hand-off's CPU to every bind (``bench_bind_client`` measures a bind both ways; figures in
+docs/bench_bind_client.md). A thread without a loop (the background worker's status and Event writes) blocks on
+``send``, served by a private loop on a daemon thread. Neither retries: the caller decides.
 """
 
 from __future__ import annotations
@@ -125,8 +126,8 @@ class ApiHttp:
 
     def submit_each(self, requests: Sequence[Request], answered: Callable[[int, Reply | ApiUnreachable], None]) -> None:
         """Send every request at once over the private loop's pool and return; ``answered(index, outcome)`` is
-        called on that loop's thread as each ends. One hop to the loop for them all: a hop per request costs as
-        much CPU as the request (``bench_bind_client``)."""
+        called on that loop's thread as each ends. One hop to the loop for them all: a hop per request would add a
+        hand-off's CPU to each (``bench_bind_client``)."""
 
         async def one(index: int, request: Request) -> None:
             outcome: Reply | ApiUnreachable

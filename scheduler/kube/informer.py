@@ -65,7 +65,7 @@ class _Expired(Exception):
 def _lines(response: Any) -> Iterator[bytes]:
     """Newline-delimited JSON events from a chunked watch response, however the chunks split them."""
     buffer = b""
-    # amt=None: each chunk as it arrives, not once 4 KiB have piled up.
+    # amt=None: each chunk as it arrives, not once urllib3's read size has piled up.
     for chunk in response.stream(amt=None, decode_content=False):
         buffer += chunk
         *complete, buffer = buffer.split(b"\n")

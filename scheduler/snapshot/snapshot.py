@@ -46,7 +46,8 @@ __all__ = [
 MAX_SNAPSHOT_BYTES = 1 << 30
 """Largest snapshot read, after decompression, unless ``GROVE_EXTENDER_MAX_SNAPSHOT_BYTES`` says otherwise: 1 GiB
 (a 10,000-node, 100,000-pod dump from ``record`` is a few hundred MB; a raw ``kubectl get -o json`` of such a
-cluster can be more). Loading takes about ten times the file's size in memory."""
+cluster can be more). Loading needs a multiple of the file's size in memory (``benchmarks/bench_snapshot_load.py``
+reports the peak)."""
 _LIMIT_VARIABLE = "GROVE_EXTENDER_MAX_SNAPSHOT_BYTES"
 
 MAX_DEPTH = 64
@@ -206,8 +207,9 @@ def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many long-lived objects.
 
     Every few thousand allocations CPython rescans the young heap, and a decoded cluster dump is millions of
-    young objects that all survive: with collection on, loading a 10,000-node snapshot took 3.5× as long
-    (benchmarks/bench_snapshot_load.py). Nothing built here forms garbage cycles, so nothing is lost by waiting.
+    young objects that all survive: with collection on, those rescans were most of loading a large snapshot
+    (benchmarks/bench_snapshot_load.py; figures in docs/README.md). Nothing built here forms garbage cycles, so
+    nothing is lost by waiting.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -1,5 +1,5 @@
 """Fences: every reach into a library's internals that serving makes, one module per library, each with a test that
-fails naming the internal when a release moves it (``tests/test_api_fences_*.py``).
+fails naming the internal when a release moves it (``tests/api/http/fences/``).
 
 A fence module is the only place in the tree that names its library's private classes, attributes and hooks, or
 patches them; the serving code calls the small functions and classes it exports instead. Each says in its docstring

@@ -11,7 +11,7 @@ run this way must not ask for its task (``api.http.http2`` runs the verbs so; th
 
 Can go: when ``requires-python`` reaches 3.12. Then ``api.http.http2`` starts its answers as
 ``asyncio.Task(coroutine, loop=loop, eager_start=True)`` (or sets ``asyncio.eager_task_factory`` on the loop), the
-rule above goes with it, and so does this module (``tests/test_api_fences_eager.py`` fails on that day to say so).
+rule above goes with it, and so does this module (``tests/api/http/fences/test_eager.py`` fails on that day to say so).
 """
 
 from __future__ import annotations

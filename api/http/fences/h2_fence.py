@@ -18,7 +18,7 @@
   of every value, a large share of receiving a request) close the whole connection. Outbound checks and normalising
   are off too: the headers we send are the app's, lowercased and stripped of connection headers by the server.
 
-``tests/test_api_fences_h2.py`` checks each against a real h2 client, and that ``api.http.request_fields`` refuses
+``tests/api/http/fences/test_h2.py`` checks each against a real h2 client, and that ``api.http.request_fields`` refuses
 what h2's own validator (``h2.utilities.validate_headers``) refuses.
 """
 

@@ -8,7 +8,8 @@ the update at the head of the next block it makes, and only then. hpack says so 
 the update is written.
 
 The decoder needs nothing private: ``header_table_size``, ``max_allowed_table_size`` and ``max_header_list_size`` are
-hpack's documented attributes. ``tests/test_api_fences_hpack.py`` checks ``resized`` still means what ``encode`` does.
+hpack's documented attributes. ``tests/api/http/fences/test_hpack.py`` checks ``resized`` still means what ``encode``
+does.
 """
 
 from __future__ import annotations

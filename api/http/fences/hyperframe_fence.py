@@ -13,8 +13,8 @@ the process renders short once it is installed, our HTTP/2 clients' (tests, benc
 explicitly, by ``api.http.http2.Http2Protocol`` when it serves a connection, not as a side effect of an import.
 
 Relies on: every frame class of ``hyperframe.frame`` inherits ``__repr__`` from ``Frame`` (none defines its own) and
-carries ``stream_id``. Can go: when h2 no longer renders each frame it receives unasked (its ``_receive_frame``
-without ``repr(frame)``, or behind a check of its logger). ``tests/test_api_fences_hyperframe.py`` checks all three.
+carries ``stream_id``. Can go: when h2 no longer renders each frame it receives unasked (its ``_receive_frame`` without
+``repr(frame)``, or behind a check of its logger). ``tests/api/http/fences/test_hyperframe.py`` checks all three.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ it swaps the transport's protocol for the loop's own TLS protocol before its fir
 runs first, finds the TLS protocol (asyncio's private ``sslproto.SSLProtocol``, uvloop's ``SSLProtocol``) as the
 transport's protocol, and can hand it the bytes through its ``BufferedProtocol`` methods (``get_buffer``,
 ``buffer_updated``) before its ``connection_made``: both keep them in their incoming buffer and handshake on them
-once started. ``tests/test_api_fences_loop.py`` runs that hand-over on both loops.
+once started. ``tests/api/http/fences/test_loop.py`` runs that hand-over on both loops.
 """
 
 from __future__ import annotations

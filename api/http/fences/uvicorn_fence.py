@@ -20,7 +20,7 @@ connections, and the hooks of the server we quiet.
   http://); ``ask_to_stop`` sets ``should_exit`` and ``force_exit``, which its main loop polls; ``loop_factory`` asks
   ``Config.get_loop_factory`` (uvloop when installed), which uvicorn says is not meant to be called from outside.
 
-``tests/test_api_fences_uvicorn.py`` checks each against uvicorn itself: the class, the hooks' signatures, the
+``tests/api/http/fences/test_uvicorn.py`` checks each against uvicorn itself: the class, the hooks' signatures, the
 keywords uvicorn makes a protocol with, and a real serve and graceful shutdown.
 """
 

@@ -16,13 +16,12 @@ there would look elsewhere and evict again.
 A ready member is answered ``Retry`` rather than its node. Its node again would make kube-scheduler assume it, run
 Reserve/PreBind again and send a bind that can only wait again, and every bind answered ``Error`` makes
 kube-scheduler forget the assumed pod, which it treats as a pod deletion and wakes every parked pod in the cluster;
-``Retry`` costs one scheduling cycle and nothing else. Measured on the simulator (``benchmarks/bench_lifecycle``,
-80 pods/s), with 100 members held back by kube-scheduler's own filters so that the ready ones keep coming back:
-2,400 pods held 60 s bind whole at 89 s either way (7,139 cycles with ``Retry``, 7,059 with the node), but the node
-answer costs 6,858 bind calls instead of 2,400; 10,000 pods held 200 s bind at 249 s either way (19,939 cycles),
-with 19,838 bind calls instead of 10,000. Parking ready members (``FailedNodes``) was measured too: no faster — the
-cluster event that lets the held members through wakes the parked ones as well — and it would give up the 10 s
-retry that brings them back after an extender restart (a parked pod waits for an event, or 5 minutes).
+``Retry`` costs one scheduling cycle and nothing else. Both answers were measured on the simulator
+(``benchmarks/bench_lifecycle.py``), with members held back by kube-scheduler's own filters so that the ready ones
+keep coming back: the gangs bind whole as soon either way, in about as many cycles, but the node answer multiplies
+the bind calls. Parking ready members (``FailedNodes``) was measured too: no faster — the cluster event that lets the
+held members through wakes the parked ones as well — and it would give up the 10 s retry that brings them back after
+an extender restart (a parked pod waits for an event, or 5 minutes). Figures in docs/bench_lifecycle.md.
 """
 
 from __future__ import annotations

@@ -55,8 +55,9 @@ class GatherWindow:
     base_seconds: float = 60.0  # what any gang gets: room for a slow API server and a few retries
     slack: float = 2.0  # members arrive in more than one pass (backoff, retries): allow twice the ideal
     # Before kube-scheduler has offered anything the measured pace is 0; below this (an idle cluster) it is not
-    # trusted: windows would grow huge. kube-scheduler through this extender manages 130-350 pods/s on the real
-    # control plane here (README), so the floor errs towards holding a reservation too long, never too short.
+    # trusted: windows would grow huge. kube-scheduler through this extender runs well above this floor on a real
+    # control plane (``bench_e2e --real``: docs/bench_e2e.md), so the floor errs towards holding a reservation too
+    # long, never too short.
     min_rate: float = 20.0
 
     def seconds(self, *, members: int, rate: float, ahead: int = 0) -> float:

@@ -96,7 +96,9 @@ def podgang_object(
 
 def normalised_spec(spec: Mapping[str, Any]) -> Any:
     """A PodGang spec without nulls and empty lists or maps, so 'does the live object differ from ours?' ignores
-    how the API server serialised what we wrote (a pydantic round trip per gang cost milliseconds at scale)."""
+    how the API server serialised what we wrote, without the pydantic round trip per gang it replaced, which a steady
+    pass paid for every gang (``python -m benchmarks.bench_reconcile`` times a steady pass; figures in
+    docs/README.md)."""
     if isinstance(spec, Mapping):
         compact = {key: normalised_spec(value) for key, value in spec.items()}
         return {key: value for key, value in compact.items() if value not in (None, [], {})}
