@@ -16,7 +16,10 @@ keep the error near 1 %), and the write and read system calls (``syscw``/``syscr
 more and one send; each read one receive). The client's CPU is not counted. Several rounds; the least CPU is the
 figure (other work on a shared machine only ever adds to it).
 
-    .venv/bin/python -m benchmarks.bench_http2 [--pods 3000] [--rounds 5] [--binds-in-flight 8]
+With ``--servers builtin,hypercorn`` (the default) the same is measured of hypercorn serving the same app
+(``api.http.hypercorn_server``), each server in a subprocess of its own, the rounds taken in turn.
+
+    .venv/bin/python -m benchmarks.bench_http2 [--pods 3000] [--rounds 5] [--binds-in-flight 8] [--servers builtin]
 """
 
 from __future__ import annotations

@@ -36,10 +36,7 @@ log = logging.getLogger(__name__)
 
 
 def _config(listener: Listener, timeouts: Timeouts, log_level: str) -> Config:
-    try:
-        from hypercorn.config import Config
-    except ImportError:
-        raise ServeError("--http-server hypercorn needs hypercorn: pip install 'grove-extender[bench]'") from None
+    from hypercorn.config import Config
 
     tls = listener.tls
     context: ssl.SSLContext | None = None
@@ -89,8 +86,10 @@ def _config(listener: Listener, timeouts: Timeouts, log_level: str) -> Config:
 def serve_with_hypercorn(listeners: Sequence[Listener], *, log_level: str, timeouts: Timeouts | None = None) -> None:
     """Serve every listener with hypercorn until SIGINT or SIGTERM (raises ``ServeError`` before serving when
     hypercorn is missing or a certificate cannot be read)."""
-    from hypercorn.asyncio import serve
-
+    try:
+        from hypercorn.asyncio import serve
+    except ImportError:
+        raise ServeError("--http-server hypercorn needs hypercorn: pip install 'grove-extender[bench]'") from None
     timeouts = timeouts or Timeouts()
     configs = [_config(listener, timeouts, log_level) for listener in listeners]
     for listener in listeners:

@@ -16,6 +16,10 @@ extender) run first and the pods are created after, both phases timed from the f
 nominated ahead, so all the extender's planning is in its CPU per pod (without ``--live`` it is printed apart, from
 the extender's start to the drive, listing included).
 
+``--http-servers builtin,hypercorn`` runs one phase through the extender for each of ``serve --http-server``'s
+choices, fresh pods and PodGangs each, beside kube-scheduler alone (ARCHITECTURE.md, "Why the HTTP/2 server is our
+own").
+
 The gangs carry no topology constraint unless ``--required-pack`` (each gang in one ``nvidia.com/gpu.clique``: 18
 nodes × 4 GPUs, so every plan must keep its 8 pods in one domain); the issue's two set-ups:
 
