@@ -14,7 +14,7 @@ import yaml
 from api.grove import LABEL_MANAGED_BY, MANAGED_BY
 from scheduler.reconcile.client import OwnedKind
 from scheduler.reconcile.rest_client import _COLLECTIONS
-from tests.reconcile.test_deploy import DEPLOY
+from tests.deploy.test_reconciler import DEPLOY
 
 RECONCILER = "system:serviceaccount:grove-system:grove-reconciler"
 
