@@ -281,21 +281,31 @@ def test_a_client_with_the_schedulers_certificate_is_served(tls: Server, pki: Pk
     assert len(json.loads(body)["NodeNames"]) == 1
 
 
-@pytest.mark.parametrize("who", ["no-certificate", "certificate-of-another-ca"])
-def test_a_client_without_a_certificate_of_our_ca_never_reaches_the_verbs(tls: Server, pki: Pki, who: str) -> None:
-    cert, key = (None, None) if who == "no-certificate" else (pki.stranger_cert, pki.stranger_key)
+def reply_or_refusal(server: Server, context: ssl.SSLContext) -> bytes:
+    """``exchange``, with a refusal in the handshake (TLS 1.2) or by the alert that follows it (TLS 1.3) read as no
+    reply at all."""
     try:
-        reply = exchange(tls, client_context(pki, cert=cert, key=key))
+        return exchange(server, context)
     except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
-        return  # refused in the handshake (TLS 1.2) or by the alert that follows it (TLS 1.3)
-    assert reply == b"", "the server answered a client it could not authenticate"
+        return b""
+
+
+STRANGERS = ["no-certificate", "certificate-of-another-ca"]
+
+
+def stranger(pki: Pki, who: str) -> ssl.SSLContext:
+    """A client context holding no certificate of our CA: none, or one of another CA."""
+    cert, key = (None, None) if who == "no-certificate" else (pki.stranger_cert, pki.stranger_key)
+    return client_context(pki, cert=cert, key=key)
+
+
+@pytest.mark.parametrize("who", STRANGERS)
+def test_a_client_without_a_certificate_of_our_ca_never_reaches_the_verbs(tls: Server, pki: Pki, who: str) -> None:
+    assert reply_or_refusal(tls, stranger(pki, who)) == b"", "the server answered a client it could not authenticate"
 
 
 def test_a_certificate_of_our_ca_naming_someone_else_is_refused_and_said_so(tls: Server, pki: Pki) -> None:
-    try:
-        reply = exchange(tls, client_context(pki, cert=pki.intruder_cert, key=pki.intruder_key))
-    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
-        reply = b""
+    reply = reply_or_refusal(tls, client_context(pki, cert=pki.intruder_cert, key=pki.intruder_key))
     assert reply == b"", "the server answered a client certificate without the scheduler's name"
     line = wait_for_log(tls, "reason=client_san")
     assert "client certificate carries someone-else; expected grove-scheduler (--client-san)" in line
