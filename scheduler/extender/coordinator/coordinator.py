@@ -189,7 +189,7 @@ class Coordinator:
         )
         if self.config.nominate:
             self.table.subscribe_plans(lambda ref: self.work.put(("nominate", ref)))
-        self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters)
+        self.events = StoreEvents(store=store, table=self.table, work=self.work, waiters=self.waiters, clock=clock)
         store.subscribe(self.events.on_change)
         self.metrics.watch_state(
             gangs_by_state=self.table.counts_by_state,
@@ -379,6 +379,7 @@ class Coordinator:
             member=self.table.member(ref.key, key) if ref is not None else None,
             candidates=candidates,
             fits=self._fits,
+            now=self._clock(),
         )
 
     async def _replan(self, ref: GangRef, key: str, decision: Replan) -> str | None:

@@ -64,6 +64,11 @@ class Retry:
     reason: str
 
 
+VICTIMS_SEEN_LAG_SECONDS = 10.0
+"""How long after a preemption's victims left a node kube-scheduler's refusal of it is put down to its cache not
+having seen them go yet (its retries back off from 1 s, so it asks a few times within this)."""
+
+
 class ReplanCause(StrEnum):
     UNPLANNED = "unplanned"  # no plan yet, or the member has no place in it
     STALE = "stale"  # a refusal decided on members or capacity that changed since
@@ -101,10 +106,11 @@ BindDecision = Done | Fail | BecomeReady
 
 def decide_filter(
     *, key: str, request_uid: str, pod: PodFacts, member: MemberView | None, candidates: Sequence[str],
-    fits: Callable[[str], bool], nominated: str = "",
+    fits: Callable[[str], bool], nominated: str = "", now: float = 0.0,
 ) -> FilterDecision:  # fmt: skip
     """``fits(node)``: bound pods + reservations on the node within its allocatable (asked only when needed).
-    ``nominated``: the pod's ``status.nominatedNodeName`` as kube-scheduler sent it."""
+    ``nominated``: the pod's ``status.nominatedNodeName`` as kube-scheduler sent it; ``now``: the coordinator's
+    clock, against the member's ``vacated_at``."""
     unknown = _unknown(key, request_uid, pod)
     if unknown:
         return Retry(unknown)
@@ -134,6 +140,11 @@ def decide_filter(
             # An Error makes it go on to every node in the same cycle (and, should all its filters have left only
             # this node, clear the nomination and back the pod off), so the planned node is offered next.
             return Retry(f"pod {key} is planned on {node}, not on its nominated node {nominated}; retry")
+        if member.vacated_at is not None and now - member.vacated_at < VICTIMS_SEEN_LAG_SECONDS:
+            # The victims left the node moments ago in our store; kube-scheduler's own cache hears it a little
+            # later and meanwhile finds no room there. Re-planning on that refusal would give the preemption up
+            # while victims elsewhere are still being evicted for it.
+            return Retry(f"the pods evicted for gang {member.gang} have left {node}; kube-scheduler has yet to see it")
         return Replan(ReplanCause.NODE_REFUSED, node)
     if not fits(node):
         return Replan(ReplanCause.CLUSTER_CHANGED, node)

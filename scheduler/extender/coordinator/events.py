@@ -18,6 +18,9 @@ queues work; the background worker plans and writes.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from api.core import Node, Pod, PriorityClass
 from api.grove import PodGang
 from scheduler.extender.coordinator.gang_table import GangTable
@@ -41,8 +44,17 @@ def _fingerprint(node: Node) -> tuple[object, ...]:
 
 
 class StoreEvents:
-    def __init__(self, *, store: ClusterStore, table: GangTable, work: WorkQueue, waiters: BindWaiters) -> None:
+    def __init__(
+        self,
+        *,
+        store: ClusterStore,
+        table: GangTable,
+        work: WorkQueue,
+        waiters: BindWaiters,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
+        self._clock = clock
         self._table = table
         self._work = work
         self._waiters = waiters
@@ -55,7 +67,7 @@ class StoreEvents:
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
         if isinstance(obj, ForeignPod):
             if event_type == "DELETED" or obj.terminal:
-                self._table.victim_gone(obj.key)
+                self._table.victim_gone(obj.key, now=self._clock())
             if obj.node and (event_type == "DELETED" or obj.terminal):
                 self._table.capacity_freed()
         elif isinstance(obj, Pod):
@@ -77,7 +89,7 @@ class StoreEvents:
             self._table.member_gone(ref.key, pod.key)
             return
         if event_type == "DELETED" or pod.terminal:
-            self._table.victim_gone(pod.key)
+            self._table.victim_gone(pod.key, now=self._clock())
             self._table.member_gone(ref.key, pod.key)
             if pod.spec.nodeName:
                 self._table.capacity_freed()  # its gang record may be gone (a solo pod, an expired gang)

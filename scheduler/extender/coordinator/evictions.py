@@ -185,7 +185,9 @@ class Evictor:
     def _evict(self, preemptor: GangRef, victim: VictimPod, because: str) -> bool:
         """Evict one victim, unless the preemptor stopped waiting for it; False: try again later."""
         if victim.key not in self._table.awaiting(preemptor.key):
-            return True  # the preemptor went away or gave up: the rest is left alone
+            # The preemptor went away or gave up: the rest is left alone, and said so.
+            log.info("eviction skipped victim=%s preemptor=%s reason=no longer waited for", victim.key, preemptor.key)
+            return True
         namespace, name = victim.key.split("/", 1)
         try:
             self._writer.evict(namespace=namespace, name=name, uid=victim.uid)

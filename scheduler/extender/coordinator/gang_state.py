@@ -88,6 +88,7 @@ class GangRecord:
     releasing: bool = False
     excluded: dict[str, dict[str, float]] = field(default_factory=dict)  # group → node → until (kube refused)
     awaiting: dict[str, str] = field(default_factory=dict)  # pod → node: pods the plan needs gone (its victims)
+    vacated: dict[str, float] = field(default_factory=dict)  # node → when the plan's last victim on it went
     placement_score: float | None = None
     structure: int = 0  # grows when a member loses its place (gone, readiness dropped): older plans do not apply
     news: int = 0  # grows when a member appears or changes, or the PodGang changes: decisions may be outdated
@@ -207,6 +208,7 @@ class MemberView:
     complete: bool
     counts: tuple[GroupCount, ...]
     awaiting: tuple[str, ...] = ()  # pods still to go from the planned node before the member can go there
+    vacated_at: float | None = None  # when the plan's victims left the planned node (None: it had none)
 
 
 @dataclass(frozen=True)

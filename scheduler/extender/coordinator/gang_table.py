@@ -102,6 +102,7 @@ class GangTable:
                 complete=g.complete,
                 counts=g.counts(),
                 awaiting=tuple(sorted(p for p, node in g.awaiting.items() if node == planned)) if planned else (),
+                vacated_at=g.vacated.get(planned) if planned else None,
             )
 
     def planning_basis(self, ref: GangRef, *, now: float) -> PlanBasis:
@@ -307,9 +308,9 @@ class GangTable:
             g = self._gangs.get(gang)
             return dict(g.awaiting) if g else {}
 
-    def victim_gone(self, pod: str) -> None:
+    def victim_gone(self, pod: str, *, now: float) -> None:
         """The store no longer has the pod: a gang waiting for it stops waiting (Preempting → Planned once the
-        last one is gone)."""
+        last one is gone), and remembers when the last one left its node (kube-scheduler sees it a little later)."""
         with self._lock:
             gang = self._awaited_by.get(pod)
         if gang is None:
@@ -317,7 +318,10 @@ class GangTable:
         with self._changing(gang):
             self._awaited_by.pop(pod, None)
             g = self._gangs.get(gang)
-            if g is not None and g.awaiting.pop(pod, None) is not None:
+            node = g.awaiting.pop(pod, None) if g is not None else None
+            if g is not None and node is not None:
+                if node not in g.awaiting.values():
+                    g.vacated[node] = now
                 g.replans += 1  # its members may go to their nodes now: the plan listeners hear it
 
     def preemption_abandoned(self, gang: str, *, reason: str) -> None:
@@ -547,6 +551,7 @@ class GangTable:
             if self._awaited_by.get(pod) == g.key:
                 del self._awaited_by[pod]
         g.awaiting.clear()
+        g.vacated.clear()
 
     def _drop(self, gang: str) -> None:
         g = self._gangs.get(gang)

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler.extender.coordinator.decisions import (
+    VICTIMS_SEEN_LAG_SECONDS,
     Accept,
     BecomeReady,
     Done,
@@ -46,8 +47,12 @@ PLANNED = MemberView(
 )
 
 
-def _filter(member: MemberView | None, *, pod: PodFacts = KNOWN, uid: str = UID, fits: bool = True) -> object:
-    return decide_filter(key=KEY, request_uid=uid, pod=pod, member=member, candidates=CANDIDATES, fits=lambda n: fits)
+def _filter(
+    member: MemberView | None, *, pod: PodFacts = KNOWN, uid: str = UID, fits: bool = True, now: float = 0.0
+) -> object:
+    return decide_filter(
+        key=KEY, request_uid=uid, pod=pod, member=member, candidates=CANDIDATES, fits=lambda n: fits, now=now
+    )
 
 
 @pytest.mark.parametrize(
@@ -120,6 +125,25 @@ def test_filter_decisions(pod: PodFacts, uid: str, member: MemberView | None, fi
         assert isinstance(decision, expected), decision
     else:
         assert decision == expected
+
+
+@pytest.mark.parametrize(
+    ("seconds_since", "expected"),
+    [
+        pytest.param(1.0, Retry, id="moments-after-kube-scheduler-has-yet-to-see-them-go"),
+        pytest.param(VICTIMS_SEEN_LAG_SECONDS + 1, Replan, id="long-after-the-refusal-is-the-nodes"),
+    ],
+)
+def test_a_node_the_victims_just_left_refused_by_kube_scheduler_is_retried_not_replanned(
+    seconds_since: float, expected: type
+) -> None:
+    """Our store sees the victims go before kube-scheduler's cache does, which meanwhile finds no room on the node:
+    a re-plan on that refusal would give the preemption up with victims elsewhere still to evict."""
+    vacated = replace(PLANNED, planned="n7", vacated_at=100.0)
+    decision = _filter(vacated, now=100.0 + seconds_since)
+    assert isinstance(decision, expected), decision
+    if isinstance(decision, Replan):
+        assert decision == Replan(ReplanCause.NODE_REFUSED, "n7")
 
 
 def test_a_member_waiting_for_victims_is_told_which() -> None:

@@ -192,3 +192,34 @@ def test_a_member_that_arrives_during_a_gangs_first_plan_makes_its_waiting_decis
     settled = table.planning_basis(REF, now=0.0)
     table.waiting(REF, reason="still waiting", basis=settled)
     assert table.planning_basis(REF, now=0.0).fresh, "no news since: the decision holds"
+
+
+def _preempting(table: GangTable, awaiting: dict[str, str]) -> None:
+    basis = table.planning_basis(REF, now=0.0)
+    commit = PlanCommit(
+        assignment=dict(zip(PODS, ("n0", "n0", "n1"), strict=True)),
+        kept={},
+        demands={pod: {GPU: 4} for pod in PODS},
+        groups=dict.fromkeys(PODS, "w"),
+        min_replicas={"w": 3},
+        bound={},
+        placement_score=1.0,
+        ttl_seconds=60.0,
+    )
+    assert table.preempting(REF, commit=commit, basis=basis, awaiting=awaiting, now=0.0)
+
+
+def test_a_node_counts_as_vacated_when_its_last_victim_goes_and_until_the_plan_changes() -> None:
+    table = GangTable()
+    _preempting(table, {"default/v0": "n0", "default/v1": "n0", "default/v2": "n1"})
+    table.victim_gone("default/v0", now=5.0)
+    member = table.member(REF.key, PODS[0])
+    assert member is not None and member.vacated_at is None and member.awaiting == ("default/v1",)
+    table.victim_gone("default/v1", now=7.0)
+    member = table.member(REF.key, PODS[0])
+    assert member is not None and member.vacated_at == 7.0 and member.awaiting == ()
+    other = table.member(REF.key, PODS[2])
+    assert other is not None and other.vacated_at is None and other.awaiting == ("default/v2",)
+    _planned(table)  # a plan of its own: nothing it waited for is news any more
+    member = table.member(REF.key, PODS[0])
+    assert member is not None and member.vacated_at is None
