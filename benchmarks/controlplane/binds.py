@@ -17,8 +17,11 @@ _QUERY = {"fieldSelector": "spec.nodeName!="}
 
 
 class BindTimes:
-    def __init__(self, api: Api, namespace: str) -> None:
+    """``bound_only=False``: when each pod was first seen at all (its creation), from a watch of every pod."""
+
+    def __init__(self, api: Api, namespace: str, *, bound_only: bool = True) -> None:
         self.path = f"/api/v1/namespaces/{namespace}/pods"
+        self._query = _QUERY if bound_only else {}
         self.errors: list[str] = []  # why a watch ended early, for a test that waited in vain
         self._seen: dict[str, float] = {}
         self._future = api.background(self._follow(api))
@@ -26,12 +29,13 @@ class BindTimes:
     async def _follow(self, api: Api) -> None:
         while True:
             try:
-                listed = await api.acall("GET", self.path, **_QUERY)
+                listed = await api.acall("GET", self.path, **self._query)
                 now = time.monotonic()
                 for pod in listed["items"]:
                     self._seen.setdefault(pod["metadata"]["name"], now)
                 version = listed["metadata"]["resourceVersion"]
-                async for event in api.watch(self.path, resource_version=version, timeoutSeconds="600", **_QUERY):
+                watch = api.watch(self.path, resource_version=version, timeoutSeconds="600", **self._query)
+                async for event in watch:
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self._seen.setdefault(event["object"]["metadata"]["name"], time.monotonic())
                     elif event["type"] == "ERROR":

@@ -62,6 +62,7 @@ from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, by_label, counters, labels_of, per_pod, short
+from benchmarks.e2e.grove_flow import flow_report, run_grove_flow
 from benchmarks.e2e.processes import (
     Sampler,
     by_thread,
@@ -124,6 +125,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="builtin",
         help="comma-separated serve --http-server choices (builtin, hypercorn): one phase through the extender for "
         "each, side by side in the run (default: %(default)s)",
+    )
+    real.add_argument(
+        "--grove-flow",
+        action="store_true",
+        help="Grove's whole flow: PodCliqueSets created, the reconciler making their gated pods and PodGangs, "
+        "through the extender and to kube-scheduler alone (benchmarks.e2e.grove_flow)",
+    )
+    real.add_argument(
+        "--rate", type=float, default=0.0, help="with --grove-flow: PodCliqueSets created per second (0: all at once)"
+    )
+    real.add_argument(
+        "--reconcile-flags",
+        default="",
+        help="with --grove-flow: flags added to grove-extender reconcile, e.g. '--workers 8 --qps 500 --burst 500'",
     )
     real.add_argument(
         "--required-pack",
@@ -364,16 +379,21 @@ def run_real(args: argparse.Namespace) -> int:
     ):
         plane.ensure_namespace(NAMESPACE)
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
+        if args.grove_flow:
+            flow = run_grove_flow(plane, args, Path(args.profile or folder))
         phases = []
-        if args.only != "alone":
+        if args.only != "alone" and not args.grove_flow:
             for index, server in enumerate(servers):
                 if index:  # gangs of their own: the former PodGangs keep the status the last phase wrote
                     _clear_pods(plane)
                 named = [replace(g, name=f"{server}-{g.name}") for g in gangs] if index else gangs
                 phases.append(through_extender(plane, named, args, Path(args.profile or folder), server=server))
-        if args.only != "extender":
+        if args.only != "extender" and not args.grove_flow:
             phases.append(alone(plane, gangs, args, Path(args.profile or folder)))
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    if args.grove_flow:
+        flow_report(flow, args, load=f"{load_before} before, {load_after} after")
+        return 0
     report(phases, args, load=f"{load_before} before, {load_after} after")
     return 0
 

@@ -25,6 +25,11 @@ __all__ = ["register"]
 log = logging.getLogger(__name__)
 _MAX_FILE_BYTES = 16 * 1024 * 1024  # a PodCliqueSet file, not a cluster dump: refuse before parsing, not after
 # What dry_run takes: the sets, the topology they name, and the ResourceClaimTemplates their resourceSharing names.
+# Grove's operator runs a worker per controller (PodCliqueSet, PodClique, scaling group) and its client at 100 QPS,
+# burst 120; one pass of ours does all three controllers' work, so several PodCliqueSets' passes overlap.
+DEFAULT_WORKERS = 4
+DEFAULT_QPS = 100.0
+DEFAULT_BURST = 120
 _DRY_RUN_KINDS = ("PodCliqueSet", "ClusterTopologyBinding", "ResourceClaimTemplate")
 
 
@@ -55,6 +60,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "replica and grove.io/mnnvl-group, claimed by its GPU pods; needs the NVIDIA DRA driver's ComputeDomain CRD",
     )
     parser.add_argument("--resync-seconds", type=float, default=60.0, help="full resync period (default: 60)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help="PodCliqueSets reconciled at once, never one by two workers (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--qps",
+        type=float,
+        default=DEFAULT_QPS,
+        help="API requests per second, all workers together, once --burst is spent (default: %(default)s, as "
+        "Grove's operator's client)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=int,
+        default=DEFAULT_BURST,
+        help="API requests sent at once before --qps holds them (default: %(default)s)",
+    )
     parser.add_argument(
         "--probe-port",
         type=int,
@@ -94,6 +118,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _handle(args: argparse.Namespace) -> int:
+    problem = (
+        ("--workers must be at least 1" if args.workers < 1 else None)
+        or ("--qps must be positive" if not args.qps > 0 else None)
+        or ("--burst must be at least 1" if args.burst < 1 else None)
+    )
+    if problem:
+        print(f"reconcile: {problem}", file=sys.stderr)
+        return 2
     if args.dry_run:
         return _dry_run(args)
     if args.filename:
@@ -167,6 +199,7 @@ def _dry_run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: --dry-run must work on a machine with no kubeconfig and without loading the client.
     from scheduler.kube.connect import ConnectError, load_api_client
+    from scheduler.kube.rate_limit import TokenBucket
     from scheduler.reconcile.client import ApiError
     from scheduler.reconcile.controller import Reconciler
     from scheduler.reconcile.health import Health, HealthServer
@@ -181,7 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    api = KubeApi(api_client, namespace=args.namespace)
+    api = KubeApi(api_client, namespace=args.namespace, rate=TokenBucket(args.qps, args.burst))
     if args.mnnvl:  # as Grove's operator, which will not start with MNNVL on and no ComputeDomain to make
         try:
             served = api.serves("ComputeDomain")
@@ -216,7 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
         features=_features(args),
     )
     try:
-        reconciler.run(stop=stop, resync_seconds=args.resync_seconds, on_tick=health.tick)
+        reconciler.run(stop=stop, resync_seconds=args.resync_seconds, on_tick=health.tick, workers=args.workers)
     finally:
         if server is not None:
             server.stop()

@@ -40,11 +40,13 @@ from scheduler.reconcile.status.conditions import Clock, stamp
 from scheduler.reconcile.status.reporting import PodCliqueSetStatusReporter
 from scheduler.reconcile.status.rollout import Rollout
 from scheduler.reconcile.status.writer import StatusWriter, write_clique_statuses
+from scheduler.reconcile.workqueue import WorkQueue
 
 __all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 
 log = logging.getLogger(__name__)
 DEFAULT_INITC_IMAGE = "grove-extender:0.1.0"  # the image this package ships in; `reconcile --initc-image` overrides
+STOP_WAIT_SECONDS = 30.0  # how long stopping waits for a worker's pass in flight: a few requests' timeouts
 
 
 def _utcnow() -> datetime:
@@ -109,41 +111,60 @@ class Reconciler:
         resync_seconds: float = 60.0,
         poll_seconds: float = 1.0,
         on_tick: Callable[[], None] | None = None,
+        workers: int = 1,
     ) -> None:
         """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically.
+        ``workers`` PodCliqueSets are reconciled at once, never one by two workers (``workqueue.WorkQueue``).
         ``on_tick`` runs after each PodCliqueSet reconciled and each wait for changes (the liveness probe's
         heartbeat)."""
         tick = on_tick or (lambda: None)
-        pending: set[ObjectKey] = set()
-        due: dict[ObjectKey, float] = {}  # reconciled again at this time even if nothing changes
+        queue = WorkQueue()
+        threads = [
+            threading.Thread(
+                target=self._work, args=(queue, stop, poll_seconds, tick), name=f"reconcile-{i}", daemon=True
+            )
+            for i in range(workers)
+        ]
+        for thread in threads:
+            thread.start()
         next_resync = time.monotonic()
-        while not stop.is_set():
-            now = time.monotonic()
-            for key in [key for key, at in due.items() if at <= now]:
-                pending.add(key)
-                del due[key]
-            if time.monotonic() >= next_resync:
-                try:
-                    pending |= self.all_keys()
-                    next_resync = time.monotonic() + resync_seconds
-                except ApiError as err:  # API server unreachable or refusing: try again shortly
-                    log.warning("listing PodCliqueSets failed error=%s", err)
-                    next_resync = time.monotonic() + poll_seconds
-            retry: set[ObjectKey] = set()
-            for namespace, name in sorted(pending):
-                # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
-                try:
-                    outcome = self.reconcile(namespace, name)
-                    if outcome.requeue_after is not None:
-                        due[(namespace, name)] = time.monotonic() + max(outcome.requeue_after, 0.0)
-                except ApiError as err:
-                    log.warning("reconcile failed pcs=%s/%s error=%s", namespace, name, err)
-                    retry.add((namespace, name))
-                except Exception:  # one odd object must not stop the loop for every other PodCliqueSet
-                    log.exception("reconcile crashed pcs=%s/%s", namespace, name)
-                    retry.add((namespace, name))
+        try:
+            while not stop.is_set():
+                if time.monotonic() >= next_resync:
+                    try:
+                        for key in self.all_keys():
+                            queue.add(key)
+                        next_resync = time.monotonic() + resync_seconds
+                    except ApiError as err:  # API server unreachable or refusing: try again shortly
+                        log.warning("listing PodCliqueSets failed error=%s", err)
+                        next_resync = time.monotonic() + poll_seconds
+                for key in self.api.changes(poll_seconds):
+                    queue.add(key)
                 tick()
-            pending = retry | self.api.changes(poll_seconds)
+        finally:
+            queue.close()
+            for thread in threads:
+                thread.join(timeout=STOP_WAIT_SECONDS)
+
+    def _work(self, queue: WorkQueue, stop: threading.Event, poll_seconds: float, tick: Callable[[], None]) -> None:
+        while not stop.is_set():
+            key = queue.get(timeout=poll_seconds)
+            if key is None:
+                continue
+            namespace, name = key
+            try:
+                # Gated pods need no requeue: what lifts their gate (a bind, a new pod) arrives as a watch event.
+                outcome = self.reconcile(namespace, name)
+                if outcome.requeue_after is not None:
+                    queue.add_after(key, max(outcome.requeue_after, 0.0))
+            except ApiError as err:
+                log.warning("reconcile failed pcs=%s/%s error=%s", namespace, name, err)
+                queue.add_after(key, poll_seconds)
+            except Exception:  # one odd object must not stop the loop for every other PodCliqueSet
+                log.exception("reconcile crashed pcs=%s/%s", namespace, name)
+                queue.add_after(key, poll_seconds)
+            finally:
+                queue.done(key)
             tick()
 
     # --- one pass ------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from api.grove import GROVE_API_PATH, LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_POD
 from scheduler.kube.decoding import EventType, JsonDecoder
 from scheduler.kube.informer import Informer, start_informers
 from scheduler.kube.listing import ALL_PODS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
+from scheduler.kube.rate_limit import TokenBucket
 from scheduler.reconcile.client import (
     ApiError,
     Conflict,
@@ -70,10 +71,18 @@ def _path(kind: str, namespace: str | None, name: str | None = None, subresource
 class KubeApi:
     """The reconciler's API over HTTP. ``namespace`` limits it to one namespace (None: all namespaces)."""
 
-    def __init__(self, api_client: client.ApiClient, *, namespace: str | None = None, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str | None = None,
+        timeout: float = 10.0,
+        rate: TokenBucket | None = None,
+    ) -> None:
         self._client = api_client
         self._namespace = namespace
         self._timeout = timeout
+        self._rate = rate  # None: unlimited
         self._changes: queue.Queue[ObjectKey] = queue.Queue()
 
     # --- requests ------------------------------------------------------------------------------------------
@@ -87,6 +96,8 @@ class KubeApi:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
+        if self._rate is not None:
+            self._rate.take()
         headers = {"Accept": "application/json", "Content-Type": content_type}
         prepared = self._client.param_serialize(
             method=method,

@@ -1,0 +1,127 @@
+"""``reconcile --workers``: distinct PodCliqueSets reconciled at once against an API server over HTTP, each made whole
+exactly once, and what one PodCliqueSet costs in requests held to a count."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kubernetes import client
+
+from api.grove import LABEL_PART_OF
+from benchmarks.sim.fakeapi import FakeApiServer, running
+from benchmarks.sim.fakeapi.server import GATE_SECONDS
+from scheduler.kube.memory.resources import PODGANGS, PODS
+from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.rest_client import KubeApi
+from tests.reconcile.examples import example
+
+
+def _named(name: str) -> dict[str, Any]:
+    document = example("multinode-aggregated")  # 8 pods, 2 PodGangs
+    document["metadata"]["name"] = name
+    return document
+
+
+@contextmanager
+def _reconciling(server: FakeApiServer, *, workers: int, timeout: float = 10.0) -> Iterator[None]:
+    api = KubeApi(client.ApiClient(client.Configuration(host=server.url)), timeout=timeout)
+    stop = threading.Event()
+    threads = api.start_watches(stop)
+    kwargs = {"stop": stop, "poll_seconds": 0.1, "resync_seconds": 600, "workers": workers}
+    loop = threading.Thread(target=Reconciler(api).run, kwargs=kwargs, daemon=True)
+    loop.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in [loop, *threads]:
+            thread.join(timeout=60)
+
+
+def _within(seconds: float, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.05)
+
+
+def _quiet(server: FakeApiServer, *, for_seconds: float = 1.0) -> None:
+    deadline = time.monotonic() + 60
+    count, since = len(server.requests), time.monotonic()
+    while time.monotonic() - since < for_seconds:
+        assert time.monotonic() < deadline, "the reconciler never settled"
+        time.sleep(0.05)
+        if len(server.requests) != count:
+            count, since = len(server.requests), time.monotonic()
+
+
+def _pods_by_set(server: FakeApiServer) -> Counter[str]:
+    return Counter(pod["metadata"]["labels"].get(LABEL_PART_OF, "") for pod in server.objects(PODS))
+
+
+def test_two_podcliquesets_are_reconciled_at_once() -> None:
+    """The first read of each PodCliqueSet is held until both are asked for: one worker would wait out the gate
+    (a minute: the client's timeout is longer) before the second; two go through together and both are whole at
+    once."""
+    with running() as server, _reconciling(server, workers=2, timeout=GATE_SECONDS + 30):
+        server.gate("GET", r"/podcliquesets/together-[ab]$", parties=2)
+        server.apply(_named("together-a"))
+        server.apply(_named("together-b"))
+        _within(GATE_SECONDS / 2, lambda: _pods_by_set(server) == Counter({"together-a": 8, "together-b": 8}))
+
+
+def test_many_workers_make_each_podcliqueset_whole_once() -> None:
+    names = [f"many-{index:02d}" for index in range(12)]
+    with running() as server, _reconciling(server, workers=4):
+        for name in names:
+            server.apply(_named(name))
+        _within(60, lambda: _pods_by_set(server) == Counter(dict.fromkeys(names, 8)))
+        _quiet(server)
+        assert _pods_by_set(server) == Counter(dict.fromkeys(names, 8)), "a pod was made twice or lost"
+        gangs = Counter(g["metadata"]["labels"].get(LABEL_PART_OF) for g in server.objects(PODGANGS))
+        assert gangs == Counter(dict.fromkeys(names, 2))
+
+
+def _resource(path: str) -> str:
+    """``/apis/grove.io/v1alpha1/namespaces/default/podcliques/x/status`` → ``podcliques/status``."""
+    parts = path.strip("/").split("/")
+    at = parts.index("namespaces") + 2 if "namespaces" in parts else len(parts) - 1
+    rest = parts[at:]
+    return rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+
+
+WRITES_PER_PODCLIQUESET = {
+    # what Grove's operator makes for one replica of two cliques in a scaling group of 2 (8 pods, 2 PodGangs)
+    "POST serviceaccounts": 1, "POST roles": 1, "POST rolebindings": 1, "POST services": 1,
+    "POST podcliquescalinggroups": 1, "POST podcliques": 4, "POST podgangs": 2, "POST pods": 8,
+    "PATCH pods": 4,  # scheduling gates lifted once their PodGang exists
+    "PATCH podgangs/status": 4, "PATCH podcliques/status": 4, "PATCH podcliquescalinggroups/status": 1,
+    "PATCH podcliquesets/status": 1,
+}  # fmt: skip
+READS_PER_PASS = 10  # one list per kind a pass reads: the set, its children, its RBAC, Service and HPAs
+PASSES_AT_MOST = 3  # the pass on creation, and those its own writes' watch events bring
+
+
+def test_one_podcliqueset_costs_the_requests_named_here() -> None:
+    """Every request one PodCliqueSet of 8 pods in 2 gangs costs, from its creation until the reconciler is quiet
+    (watches aside): its writes exactly, its reads at most a pass's lists a few times over. A change that sends
+    more must change these tables and say why."""
+    with running() as server, _reconciling(server, workers=1):
+        _quiet(server, for_seconds=0.5)
+        before = len(server.requests)
+        server.apply(_named("counted"))
+        _within(30, lambda: _pods_by_set(server) == Counter({"counted": 8}))
+        _quiet(server)
+        sent = Counter(
+            f"{r.method} {_resource(r.path)}" for r in server.requests[before:] if r.query.get("watch") != "true"
+        )
+    reads = {request: count for request, count in sent.items() if request.startswith("GET ")}
+    writes = {request: count for request, count in sent.items() if not request.startswith("GET ")}
+    assert writes == WRITES_PER_PODCLIQUESET
+    assert len(reads) == READS_PER_PASS, sorted(reads)
+    assert max(reads.values()) <= PASSES_AT_MOST, reads
