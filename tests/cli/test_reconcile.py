@@ -246,3 +246,18 @@ def test_dry_run_keeps_groves_mnnvl_and_dra_fields(capsys: pytest.CaptureFixture
     assert workers and all(
         [c["name"] for c in p["spec"]["resourceClaims"]] == ["mnnvl-claim", "training-0-scratch"] for p in workers
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--workers", "0"], "--workers must be at least 1", id="no-worker"),
+        pytest.param(["--qps", "0"], "--qps must be positive", id="no-rate"),
+        pytest.param(["--burst", "0"], "--burst must be at least 1", id="no-burst"),
+    ],
+)
+def test_a_reconciler_that_could_never_send_a_request_is_refused_at_start(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["reconcile", "--kubeconfig", "/nonexistent", *flags]) == 2
+    assert message in capsys.readouterr().err
