@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +36,14 @@ from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
+from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, counters, per_pod, short
 from benchmarks.e2e.processes import cpu_seconds
 
 __all__ = ["FlowPhase", "flow_report", "pcs_manifest", "run_phase"]
 
 QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # kube-scheduler's, as in bench_e2e --real
+PROFILE_SECONDS = 30.0  # kube-apiserver's CPU profile covers the flow's first half minute
 SETTLE_SECONDS = 4.0  # after the last bind: the PodGang and PodCliqueSet status writes that follow
 
 
@@ -98,7 +101,22 @@ def _create(plane: ControlPlane, namespace: str, names: list[str], *, pods: int,
         plane.api.many([post(name)])
 
 
-def run_phase(plane: ControlPlane, args: argparse.Namespace, *, through_extender: bool) -> FlowPhase:
+def _profile_api_server(plane: ControlPlane, output: Path) -> threading.Thread:
+    """kube-apiserver's CPU profile over the first ``PROFILE_SECONDS`` of the flow (its ``/debug/pprof``): where the
+    API server, the flow's busiest process, spends it."""
+
+    def run() -> None:
+        try:
+            output.write_bytes(pprof.fetch(plane.server.url, token=plane.server.admin_token, seconds=PROFILE_SECONDS))
+        except OSError as err:
+            print(f"bench --grove-flow: no kube-apiserver profile: {err}")
+
+    thread = threading.Thread(target=run, name="pprof-apiserver", daemon=True)
+    thread.start()
+    return thread
+
+
+def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, through_extender: bool) -> FlowPhase:
     mode = "extender" if through_extender else "alone"
     namespace = f"flow-{mode}"
     plane.ensure_namespace(namespace)
@@ -119,6 +137,7 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, *, through_extender
         pids["extender"] = plane.extender.child.pid
     created, bound = BindTimes(plane.api, namespace, bound_only=False), BindTimes(plane.api, namespace)
     api_before, cpu_before = _api_counters(plane), {name: cpu_seconds(pid) for name, pid in pids.items()}
+    profiling = _profile_api_server(plane, folder / f"apiserver-{mode}.pb.gz") if through_extender else None
     started = time.monotonic()
     _create(plane, namespace, names, pods=args.pods_per_gang, rate=args.rate)
     with Progress(transient=True) as progress:
@@ -131,6 +150,8 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, *, through_extender
     time.sleep(SETTLE_SECONDS)
     phase.cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.sets, at_least=0.01)
+    if profiling is not None:
+        profiling.join(timeout=PROFILE_SECONDS + 90)
     made, placed = created.first_bound().values(), bound.first_bound().values()
     created.stop()
     bound.stop()
@@ -167,10 +188,20 @@ def flow_report(phases: list[FlowPhase], args: argparse.Namespace, *, load: str)
               + ", ".join(f"{short(series)} {value:.2f}" for series, value in top))  # fmt: skip
 
 
+def api_server_profile(folder: Path) -> str:
+    """The top of kube-apiserver's profile through the extender, or why there is none."""
+    path = folder / "apiserver-extender.pb.gz"
+    if not path.exists():
+        return "no kube-apiserver profile"
+    return f"kube-apiserver's CPU over the flow's first {PROFILE_SECONDS:g} s ({path}):\n" + pprof.summary(
+        pprof.parse(path.read_bytes()), top=25
+    )
+
+
 def run_grove_flow(plane: ControlPlane, args: argparse.Namespace, folder: Path) -> list[FlowPhase]:
     phases = []
     if args.only != "alone":
-        phases.append(run_phase(plane, args, through_extender=True))
+        phases.append(run_phase(plane, args, folder, through_extender=True))
     if args.only != "extender":
-        phases.append(run_phase(plane, args, through_extender=False))
+        phases.append(run_phase(plane, args, folder, through_extender=False))
     return phases

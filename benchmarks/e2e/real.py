@@ -62,7 +62,7 @@ from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, by_label, counters, labels_of, per_pod, short
-from benchmarks.e2e.grove_flow import flow_report, run_grove_flow
+from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.processes import (
     Sampler,
     by_thread,
@@ -381,6 +381,7 @@ def run_real(args: argparse.Namespace) -> int:
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
         if args.grove_flow:
             flow = run_grove_flow(plane, args, Path(args.profile or folder))
+            profile_summary = api_server_profile(Path(args.profile or folder))
         phases = []
         if args.only != "alone" and not args.grove_flow:
             for index, server in enumerate(servers):
@@ -393,6 +394,7 @@ def run_real(args: argparse.Namespace) -> int:
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     if args.grove_flow:
         flow_report(flow, args, load=f"{load_before} before, {load_after} after")
+        print(profile_summary)
         return 0
     report(phases, args, load=f"{load_before} before, {load_after} after")
     return 0
