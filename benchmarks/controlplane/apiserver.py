@@ -79,7 +79,7 @@ def start_api_server(assets: Assets, supervisor: Supervisor, *, timeout: float =
          f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
          "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC",
          f"--token-auth-file={tokens}", f"--enable-admission-plugins={ADMISSION_PLUGINS}",
-         "--profiling=false", "--v=1"],
+         "--profiling=true", "--v=1"],  # admin-only /debug/pprof: bench_e2e --grove-flow profiles the API server
     )  # fmt: skip
     url = f"https://127.0.0.1:{secure_port}"
     deadline = time.monotonic() + timeout
