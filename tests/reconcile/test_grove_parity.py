@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from api.grove import ClusterTopologyBinding
-from benchmarks.sim.fakeapi import FakeApiServer, running
+from benchmarks.sim.fakeapi import running
 from scheduler.kube.memory.resources import ROLES
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.desired.services import service_object
@@ -23,6 +22,7 @@ from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.topology import binding_errors
 from scheduler.reconcile.rules.validation import validate
 from tests.reconcile.examples import built_pod, cluster, example, pcs_model, reconciler
+from tests.reconcile.settling import quiet, within
 
 T = "spec.template"
 BINDING = {
@@ -294,36 +294,18 @@ def test_reconcile_trigger_brings_back_what_no_watch_reports() -> None:
             document = example("multinode-aggregated")
             server.apply(document)
             role = "grove.io:pcs:multinode-aggregated"
-            _within(10, lambda: server.get(ROLES, role, "default") is not None)
-            _quiet(server)  # the reconciler's own status writes have settled: no pass is pending
+            within(10, lambda: server.get(ROLES, role, "default") is not None)
+            quiet(server)  # the reconciler's own status writes have settled: no pass is pending
             server.delete(ROLES, role, "default")
             time.sleep(1.0)
             assert server.get(ROLES, role, "default") is None  # nothing watched changed: no pass
             document["metadata"]["annotations"] = {"grove.io/reconcile-trigger": "1"}
             server.apply(document)
-            _within(10, lambda: server.get(ROLES, role, "default") is not None)
+            within(10, lambda: server.get(ROLES, role, "default") is not None)
         finally:
             stop.set()
             for thread in [loop, *threads]:
                 thread.join(timeout=60)
-
-
-def _quiet(server: FakeApiServer, *, for_seconds: float = 1.0) -> None:
-    """Until no request has reached the server for ``for_seconds`` (within a minute)."""
-    deadline = time.monotonic() + 60
-    count, since = len(server.requests), time.monotonic()
-    while time.monotonic() - since < for_seconds:
-        assert time.monotonic() < deadline, "the reconciler never settled"
-        time.sleep(0.05)
-        if len(server.requests) != count:
-            count, since = len(server.requests), time.monotonic()
-
-
-def _within(seconds: float, check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"not within {seconds} s"
-        time.sleep(0.05)
 
 
 # --- webhook/admission/pcs/authorization/handler.go (grove.io/disable-managed-resource-protection) ---------------

@@ -4,9 +4,8 @@ exactly once, and what one PodCliqueSet costs in requests held to a count."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,6 +18,7 @@ from scheduler.kube.memory.resources import PODGANGS, PODS
 from scheduler.reconcile.controller import Reconciler
 from scheduler.reconcile.rest_client import KubeApi
 from tests.reconcile.examples import example
+from tests.reconcile.settling import quiet, within
 
 
 def _named(name: str) -> dict[str, Any]:
@@ -43,23 +43,6 @@ def _reconciling(server: FakeApiServer, *, workers: int, timeout: float = 10.0) 
             thread.join(timeout=60)
 
 
-def _within(seconds: float, check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"not within {seconds} s"
-        time.sleep(0.05)
-
-
-def _quiet(server: FakeApiServer, *, for_seconds: float = 1.0) -> None:
-    deadline = time.monotonic() + 60
-    count, since = len(server.requests), time.monotonic()
-    while time.monotonic() - since < for_seconds:
-        assert time.monotonic() < deadline, "the reconciler never settled"
-        time.sleep(0.05)
-        if len(server.requests) != count:
-            count, since = len(server.requests), time.monotonic()
-
-
 def _pods_by_set(server: FakeApiServer) -> Counter[str]:
     return Counter(pod["metadata"]["labels"].get(LABEL_PART_OF, "") for pod in server.objects(PODS))
 
@@ -72,7 +55,7 @@ def test_two_podcliquesets_are_reconciled_at_once() -> None:
         server.gate("GET", r"/podcliquesets/together-[ab]$", parties=2)
         server.apply(_named("together-a"))
         server.apply(_named("together-b"))
-        _within(GATE_SECONDS / 2, lambda: _pods_by_set(server) == Counter({"together-a": 8, "together-b": 8}))
+        within(GATE_SECONDS / 2, lambda: _pods_by_set(server) == Counter({"together-a": 8, "together-b": 8}))
 
 
 def test_many_workers_make_each_podcliqueset_whole_once() -> None:
@@ -80,8 +63,8 @@ def test_many_workers_make_each_podcliqueset_whole_once() -> None:
     with running() as server, _reconciling(server, workers=4):
         for name in names:
             server.apply(_named(name))
-        _within(60, lambda: _pods_by_set(server) == Counter(dict.fromkeys(names, 8)))
-        _quiet(server)
+        within(60, lambda: _pods_by_set(server) == Counter(dict.fromkeys(names, 8)))
+        quiet(server)
         assert _pods_by_set(server) == Counter(dict.fromkeys(names, 8)), "a pod was made twice or lost"
         gangs = Counter(g["metadata"]["labels"].get(LABEL_PART_OF) for g in server.objects(PODGANGS))
         assert gangs == Counter(dict.fromkeys(names, 2))
@@ -112,11 +95,11 @@ def test_one_podcliqueset_costs_the_requests_named_here() -> None:
     (watches aside): its writes exactly, its reads at most a pass's lists a few times over. A change that sends
     more must change these tables and say why."""
     with running() as server, _reconciling(server, workers=1):
-        _quiet(server, for_seconds=0.5)
+        quiet(server, for_seconds=0.5)
         before = len(server.requests)
         server.apply(_named("counted"))
-        _within(30, lambda: _pods_by_set(server) == Counter({"counted": 8}))
-        _quiet(server)
+        within(30, lambda: _pods_by_set(server) == Counter({"counted": 8}))
+        quiet(server)
         sent = Counter(
             f"{r.method} {_resource(r.path)}" for r in server.requests[before:] if r.query.get("watch") != "true"
         )

@@ -11,9 +11,8 @@ REF = GangRef("default", "g")
 PODS = [f"default/g-w{i}" for i in range(3)]
 
 
-def _planned(table: GangTable, *, minimum: int = 3, nodes: tuple[str, ...] = ("n0", "n0", "n1")) -> None:
-    basis = table.planning_basis(REF, now=0.0)
-    commit = PlanCommit(
+def _commit(*, minimum: int = 3, nodes: tuple[str, ...] = ("n0", "n0", "n1")) -> PlanCommit:
+    return PlanCommit(
         assignment=dict(zip(PODS, nodes, strict=True)),
         kept={},
         demands={pod: {GPU: 4} for pod in PODS},
@@ -23,7 +22,11 @@ def _planned(table: GangTable, *, minimum: int = 3, nodes: tuple[str, ...] = ("n
         placement_score=1.0,
         ttl_seconds=60.0,
     )
-    assert table.planned(REF, commit=commit, basis=basis, now=0.0)
+
+
+def _planned(table: GangTable, *, minimum: int = 3, nodes: tuple[str, ...] = ("n0", "n0", "n1")) -> None:
+    basis = table.planning_basis(REF, now=0.0)
+    assert table.planned(REF, commit=_commit(minimum=minimum, nodes=nodes), basis=basis, now=0.0)
 
 
 def _ready(table: GangTable, pod: str, node: str) -> bool:
@@ -196,17 +199,7 @@ def test_a_member_that_arrives_during_a_gangs_first_plan_makes_its_waiting_decis
 
 def _preempting(table: GangTable, awaiting: dict[str, str]) -> None:
     basis = table.planning_basis(REF, now=0.0)
-    commit = PlanCommit(
-        assignment=dict(zip(PODS, ("n0", "n0", "n1"), strict=True)),
-        kept={},
-        demands={pod: {GPU: 4} for pod in PODS},
-        groups=dict.fromkeys(PODS, "w"),
-        min_replicas={"w": 3},
-        bound={},
-        placement_score=1.0,
-        ttl_seconds=60.0,
-    )
-    assert table.preempting(REF, commit=commit, basis=basis, awaiting=awaiting, now=0.0)
+    assert table.preempting(REF, commit=_commit(), basis=basis, awaiting=awaiting, now=0.0)
 
 
 def test_a_node_counts_as_vacated_when_its_last_victim_goes_and_until_the_plan_changes() -> None:
