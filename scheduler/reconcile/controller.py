@@ -115,8 +115,8 @@ class Reconciler:
     ) -> None:
         """Serve until ``stop``: reconcile what changed, retry what failed, resync everything periodically.
         ``workers`` PodCliqueSets are reconciled at once, never one by two workers (``workqueue.WorkQueue``).
-        ``on_tick`` runs after each PodCliqueSet reconciled and each wait for changes (the liveness probe's
-        heartbeat)."""
+        ``on_tick`` runs after each PodCliqueSet reconciled and each wait for changes while no pass runs (the
+        liveness probe's heartbeat: a pass that never ends stops it)."""
         tick = on_tick or (lambda: None)
         queue = WorkQueue()
         threads = [
@@ -140,7 +140,8 @@ class Reconciler:
                         next_resync = time.monotonic() + poll_seconds
                 for key in self.api.changes(poll_seconds):
                     queue.add(key)
-                tick()
+                if not queue.held():  # while a pass runs, only its worker says the loop moves: a stuck one shows
+                    tick()
         finally:
             queue.close()
             for thread in threads:

@@ -83,6 +83,11 @@ class WorkQueue:
             self._closed = True
             self._ready.notify_all()
 
+    def held(self) -> int:
+        """Keys a worker holds right now."""
+        with self._ready:
+            return len(self._held)
+
     def __len__(self) -> int:
         with self._ready:
             return len(self._queue) + len(self._later)

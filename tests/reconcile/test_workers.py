@@ -4,6 +4,7 @@ exactly once, and what one PodCliqueSet costs in requests held to a count."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,8 @@ from api.grove import LABEL_PART_OF
 from benchmarks.sim.fakeapi import FakeApiServer, running
 from benchmarks.sim.fakeapi.server import GATE_SECONDS
 from scheduler.kube.memory.resources import PODGANGS, PODS
-from scheduler.reconcile.controller import Reconciler
+from scheduler.reconcile.controller import PassOutcome, Reconciler
+from scheduler.reconcile.memory_client import InMemoryApi
 from scheduler.reconcile.rest_client import KubeApi
 from tests.reconcile.examples import example
 from tests.reconcile.settling import quiet, within
@@ -108,3 +110,40 @@ def test_one_podcliqueset_costs_the_requests_named_here() -> None:
     assert writes == WRITES_PER_PODCLIQUESET
     assert len(reads) == READS_PER_PASS, sorted(reads)
     assert max(reads.values()) <= PASSES_AT_MOST, reads
+
+
+def test_a_pass_that_never_ends_stops_the_liveness_heartbeat() -> None:
+    """The loop ticks while it waits with no pass running; once a worker is stuck in a pass, nothing ticks, so the
+    liveness probe (``/healthz``: a tick within five minutes) can restart the process."""
+    api = InMemoryApi()
+    api.apply(_named("stuck"))
+    entered, release, stop = threading.Event(), threading.Event(), threading.Event()
+
+    class Stuck(Reconciler):
+        def reconcile(self, namespace: str, name: str) -> PassOutcome:
+            entered.set()
+            release.wait(30)
+            return PassOutcome()
+
+    ticks: list[float] = []
+    kwargs = {
+        "stop": stop,
+        "poll_seconds": 0.05,
+        "resync_seconds": 600,
+        "workers": 1,
+        "on_tick": lambda: ticks.append(time.monotonic()),
+    }
+    loop = threading.Thread(target=Stuck(api).run, kwargs=kwargs, daemon=True)
+    loop.start()
+    try:
+        assert entered.wait(10)
+        time.sleep(0.2)  # the pass in flight has been taken: the loop's own ticks have stopped
+        before = len(ticks)
+        time.sleep(0.5)  # ten polls
+        assert len(ticks) == before, "the loop said it moved while its only pass was stuck"
+        release.set()
+        within(5, lambda: len(ticks) > before)
+    finally:
+        release.set()
+        stop.set()
+        loop.join(timeout=10)
