@@ -123,16 +123,7 @@ def test_a_plan_is_refused_when_a_member_became_ready_elsewhere_meanwhile() -> N
     _planned(table)
     basis = table.planning_basis(REF, now=0.0)
     _ready(table, PODS[0], "n0")  # while a re-plan was being solved
-    moved = PlanCommit(
-        assignment={PODS[0]: "n2", PODS[1]: "n2", PODS[2]: "n1"},
-        kept={},
-        demands={pod: {GPU: 4} for pod in PODS},
-        groups=dict.fromkeys(PODS, "w"),
-        min_replicas={"w": 3},
-        bound={},
-        placement_score=1.0,
-        ttl_seconds=60.0,
-    )
+    moved = _commit(nodes=("n2", "n2", "n1"))
     assert not table.planned(REF, commit=moved, basis=basis, now=0.0)
     kept = PlanCommit(**{**moved.__dict__, "assignment": {PODS[1]: "n2", PODS[2]: "n1"}, "kept": {PODS[0]: "n0"}})
     assert table.planned(REF, commit=kept, basis=basis, now=0.0)
@@ -145,16 +136,7 @@ def test_a_plan_is_refused_when_a_member_was_bound_elsewhere_meanwhile() -> None
     _planned(table)
     basis = table.planning_basis(REF, now=0.0)
     table.member_bound_observed(REF.key, PODS[0], node="n0")
-    moved = PlanCommit(
-        assignment={PODS[0]: "n2", PODS[1]: "n2", PODS[2]: "n1"},
-        kept={},
-        demands={pod: {GPU: 4} for pod in PODS},
-        groups=dict.fromkeys(PODS, "w"),
-        min_replicas={"w": 3},
-        bound={},
-        placement_score=1.0,
-        ttl_seconds=60.0,
-    )
+    moved = _commit(nodes=("n2", "n2", "n1"))
     assert not table.planned(REF, commit=moved, basis=basis, now=0.0)
     around = PlanCommit(**{**moved.__dict__, "assignment": {PODS[1]: "n2", PODS[2]: "n1"}})
     assert table.planned(REF, commit=around, basis=basis, now=0.0)
