@@ -19,6 +19,7 @@ __all__ = [
     "ALL_PODS",
     "CLUSTER_TOPOLOGY_BINDINGS",
     "DISRUPTION_BUDGETS",
+    "HORIZONTAL_POD_AUTOSCALERS",
     "NODES",
     "PODCLIQUES",
     "PODCLIQUESCALINGGROUPS",
@@ -26,6 +27,10 @@ __all__ = [
     "PODGANGS",
     "PODS",
     "PRIORITY_CLASSES",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SERVICES",
+    "SERVICE_ACCOUNTS",
     "ListExpiredError",
     "PageDecoder",
     "Resource",
@@ -66,8 +71,18 @@ class Resource:
             return functools.partial(custom.list_cluster_custom_object, group, version, self.plural)
         core = client.CoreV1Api(api_client)
         if namespace:
-            return functools.partial({"pods": core.list_namespaced_pod}[self.plural], namespace)
-        calls: dict[str, Callable[..., Any]] = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces}
+            namespaced: dict[str, Callable[..., Any]] = {
+                "pods": core.list_namespaced_pod,
+                "services": core.list_namespaced_service,
+                "serviceaccounts": core.list_namespaced_service_account,
+            }
+            return functools.partial(namespaced[self.plural], namespace)
+        calls: dict[str, Callable[..., Any]] = {
+            "nodes": core.list_node,
+            "pods": core.list_pod_for_all_namespaces,
+            "services": core.list_service_for_all_namespaces,
+            "serviceaccounts": core.list_service_account_for_all_namespaces,
+        }
         return calls[self.plural]
 
     def stamp(self, item: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +110,15 @@ PODCLIQUESCALINGGROUPS = Resource(
 PRIORITY_CLASSES = Resource(kind="PriorityClass", api_version="scheduling.k8s.io/v1", plural="priorityclasses")
 # What evicting a pod is allowed to disrupt (preemption never chooses more victims than a budget allows).
 DISRUPTION_BUDGETS = Resource(kind="PodDisruptionBudget", api_version="policy/v1", plural="poddisruptionbudgets")
+# The reconciler's other children: the headless Service, the init container's ServiceAccount, Role and
+# RoleBinding, and the HPAs of autoscaled cliques.
+SERVICES = Resource(kind="Service", api_version="v1", plural="services")
+SERVICE_ACCOUNTS = Resource(kind="ServiceAccount", api_version="v1", plural="serviceaccounts")
+ROLES = Resource(kind="Role", api_version="rbac.authorization.k8s.io/v1", plural="roles")
+ROLE_BINDINGS = Resource(kind="RoleBinding", api_version="rbac.authorization.k8s.io/v1", plural="rolebindings")
+HORIZONTAL_POD_AUTOSCALERS = Resource(
+    kind="HorizontalPodAutoscaler", api_version="autoscaling/v2", plural="horizontalpodautoscalers"
+)
 CLUSTER_TOPOLOGY_BINDINGS = Resource(
     kind="ClusterTopologyBinding", api_version=GROVE_API_VERSION, plural="clustertopologybindings"
 )

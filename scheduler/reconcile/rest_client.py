@@ -23,8 +23,21 @@ from urllib3.exceptions import HTTPError
 from api.grove import GROVE_API_PATH, LABEL_MANAGED_BY, LABEL_PART_OF, LABEL_PODCLIQUE, MANAGED_BY, SCHEDULER_API_PATH
 from scheduler.kube.decoding import EventType, JsonDecoder
 from scheduler.kube.informer import Informer, start_informers
-from scheduler.kube.listing import ALL_PODS, PODCLIQUES, PODCLIQUESCALINGGROUPS, PODCLIQUESETS, PODGANGS
+from scheduler.kube.listing import (
+    ALL_PODS,
+    HORIZONTAL_POD_AUTOSCALERS,
+    PODCLIQUES,
+    PODCLIQUESCALINGGROUPS,
+    PODCLIQUESETS,
+    PODGANGS,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
 from scheduler.kube.rate_limit import TokenBucket
+from scheduler.reconcile.cache import OwnedCache
 from scheduler.reconcile.client import (
     ApiError,
     Conflict,
@@ -35,7 +48,7 @@ from scheduler.reconcile.client import (
     StatusKind,
 )
 
-__all__ = ["KubeApi"]
+__all__ = ["WATCHED_KINDS", "KubeApi"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +71,25 @@ _COLLECTIONS: dict[str, tuple[str, str]] = {  # kind → (API prefix, resource)
     "RoleBinding": (_RBAC, "rolebindings"),
 }
 _MERGE = "application/merge-patch+json"
+_GROVE_PODS = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
+_OURS = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+# What the informers watch, and with which label selector: every kind a pass reads, so a pass reads none of them
+# over HTTP. Each is also work: a change to one (`kubectl scale` of a PodClique, an HPA's write, a Service someone
+# deleted) is a pass for the PodCliqueSet it is part of. The kinds only some PodCliqueSets have (ResourceClaims,
+# ComputeDomains) are listed by the passes that need them.
+_WATCHED: tuple[tuple[Resource, str | None], ...] = (
+    (PODCLIQUESETS, None),
+    (PODCLIQUES, _OURS),
+    (PODCLIQUESCALINGGROUPS, _OURS),
+    (PODGANGS, _OURS),
+    (ALL_PODS, _GROVE_PODS),
+    (SERVICES, _OURS),
+    (SERVICE_ACCOUNTS, _OURS),
+    (ROLES, _OURS),
+    (ROLE_BINDINGS, _OURS),
+    (HORIZONTAL_POD_AUTOSCALERS, _OURS),
+)
+WATCHED_KINDS = tuple(resource.kind for resource, _ in _WATCHED)
 
 
 def _path(kind: str, namespace: str | None, name: str | None = None, subresource: str | None = None) -> str:
@@ -84,6 +116,7 @@ class KubeApi:
         self._timeout = timeout
         self._rate = rate  # None: unlimited
         self._changes: queue.Queue[ObjectKey] = queue.Queue()
+        self.cache = OwnedCache(WATCHED_KINDS)  # what the passes read
 
     # --- requests ------------------------------------------------------------------------------------------
 
@@ -152,11 +185,15 @@ class KubeApi:
         return self._list("PodCliqueSet", self._namespace)
 
     def get_podcliqueset(self, namespace: str, name: str) -> KubeObject | None:
+        if self.cache.serves("PodCliqueSet") and (cached := self.cache.get("PodCliqueSet", namespace, name)):
+            return cached
+        # Not in the cache: the pass tears down what it owned, so ask the API server rather than a view that may
+        # trail it (a new leader's watch behind the one that made the children).
         return self._get(_path("PodCliqueSet", namespace, name))
 
     def patch_podcliqueset_status(self, namespace: str, name: str, *, status: KubeObject) -> None:
         path = _path("PodCliqueSet", namespace, name, "status")
-        self._send("PATCH", path, body={"status": status}, content_type=_MERGE)
+        self.cache.wrote("PodCliqueSet", self._send("PATCH", path, body={"status": status}, content_type=_MERGE))
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
         return self._get(f"{GROVE_API_PATH}/clustertopologybindings/{name}")
@@ -172,15 +209,19 @@ class KubeApi:
         return any(item.get("name") == resource for item in document.get("resources") or [])
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
+        if self.cache.serves(kind):
+            return self.cache.list(kind, namespace=namespace, part_of=part_of)
         return self._list(kind, namespace, f"{LABEL_PART_OF}={part_of}")
 
     def create(self, obj: KubeObject) -> KubeObject:
         result: KubeObject = self._send("POST", _path(obj["kind"], obj["metadata"]["namespace"]), body=obj)
+        self.cache.wrote(obj["kind"], result)
         return result
 
     def replace(self, obj: KubeObject) -> KubeObject:
         meta = obj["metadata"]
         result: KubeObject = self._send("PUT", _path(obj["kind"], meta["namespace"], meta["name"]), body=obj)
+        self.cache.wrote(obj["kind"], result)
         return result
 
     def patch_status(
@@ -188,17 +229,20 @@ class KubeApi:
     ) -> KubeObject:
         body = {"metadata": {"resourceVersion": resource_version}, "status": status}
         result: KubeObject = self._send("PATCH", _path(kind, namespace, name, "status"), body=body, content_type=_MERGE)
+        self.cache.wrote(kind, result)
         return result
 
     def set_pod_scheduling_gates(
         self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
     ) -> None:
         body = {"metadata": {"resourceVersion": resource_version}, "spec": {"schedulingGates": gates}}
-        self._send("PATCH", _path("Pod", namespace, name), body=body, content_type=_MERGE)
+        self.cache.wrote("Pod", self._send("PATCH", _path("Pod", namespace, name), body=body, content_type=_MERGE))
 
     def delete(self, kind: OwnedKind, *, namespace: str, name: str) -> None:
+        answer: Any = None
         with contextlib.suppress(NotFound):  # already gone is what we wanted
-            self._send("DELETE", _path(kind, namespace, name), body={"propagationPolicy": "Background"})
+            answer = self._send("DELETE", _path(kind, namespace, name), body={"propagationPolicy": "Background"})
+        self.cache.deleted(kind, namespace, name, answer if isinstance(answer, dict) else None)
 
     def record_event(
         self,
@@ -242,21 +286,11 @@ class KubeApi:
     def start_watches(
         self, stop: threading.Event, *, on_synced: Callable[[], None] | None = None
     ) -> list[threading.Thread]:
-        """One informer per collection whose changes are work, on daemon threads that end promptly on ``stop``;
-        ``on_synced`` runs once every one of them has listed once. With a ``namespace``, each lists and watches that
-        namespace only (a Role there is all it needs)."""
-        grove_pods = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_PODCLIQUE}"
-        ours = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
-        # PodCliques and PodCliqueScalingGroups: `kubectl scale` and HPAs change them, and each change is work.
-        targets = [
-            (PODCLIQUESETS, None),
-            (PODCLIQUES, ours),
-            (PODCLIQUESCALINGGROUPS, ours),
-            (PODGANGS, ours),
-            (ALL_PODS, grove_pods),
-        ]
+        """One informer per kind a pass reads (``_WATCHED``), on daemon threads that end promptly on ``stop``;
+        ``on_synced`` runs once every one of them has listed once. Until a kind has listed, passes read it over
+        HTTP. With a ``namespace``, each lists and watches that namespace only (a Role there is all it needs)."""
         informers: list[Informer[KubeObject]] = []
-        for resource, selector in targets:
+        for resource, selector in _WATCHED:
             informer = Informer(
                 api_client=self._client,
                 resource=resource,
@@ -264,6 +298,7 @@ class KubeApi:
                 namespace=self._namespace,
                 label_selector=selector,
             )
+            informer.add_handler(self.cache.handler(resource.kind))  # first: the pass a change wakes reads it
             informer.add_handler(_PodCliqueSetKeys(resource.kind, self._changes))
             informers.append(informer)
         return start_informers(informers, stop, on_synced=on_synced)

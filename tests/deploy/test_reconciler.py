@@ -13,10 +13,11 @@ from kubernetes import client
 
 from benchmarks.sim.fakeapi import PODCLIQUESCALINGGROUPS, PODCLIQUESETS, Request, running
 from scheduler.reconcile.controller import Reconciler
-from scheduler.reconcile.rest_client import KubeApi
+from scheduler.reconcile.rest_client import WATCHED_KINDS, KubeApi
 from scheduler.reconcile.rules.features import Features
 from tests.crd_schema import crd_schema, pruned
 from tests.reconcile.examples import EXAMPLES, example
+from tests.reconcile.settling import within
 
 DEPLOY = EXAMPLES.parent
 _REQUEST_PATH = re.compile(
@@ -144,18 +145,19 @@ def test_rbac_allows_every_request_the_reconciler_makes_and_no_other() -> None:
         relabelled = server.get(PODCLIQUESETS, "multinode-aggregated", "default")
         assert relabelled is not None
         relabelled["spec"]["template"]["cliques"][0]["labels"] = {"tier": "leader"}  # PodClique update (PUT)
-        server.apply(relabelled)
+        _seen(api, server.apply(relabelled))
         for _ in range(2):  # the rolling update starts, then reaches replica 0 and rewrites its PodCliques
             reconciler.reconcile("default", "multinode-aggregated")
         # Someone relabels one object of each kind the reconciler keeps: it writes its labels back (PUT).
         for resource in _RELABELLED:
             obj = server.objects(resource)[0]
             obj["metadata"]["labels"]["drifted"] = "yes"
-            server.put(resource, obj)
+            _seen(api, server.put(resource, obj))
             reconciler.reconcile("default", obj["metadata"]["labels"]["app.kubernetes.io/part-of"])
         # Every PodCliqueSet deleted: the reconciler deletes what each owned (no garbage collector here).
         for name in names:
             server.delete(PODCLIQUESETS, name, "default")
+            within(10, lambda name=name: api.cache.get("PodCliqueSet", "default", name) is None)
             reconciler.reconcile("default", name)
         api.changes(1.0)
         stop.set()
@@ -180,6 +182,19 @@ def test_rbac_allows_every_request_the_reconciler_makes_and_no_other() -> None:
     # And nothing more: every verb granted is one the reconciler asks for, but these, which the API server needs it
     # to hold for its other requests to pass.
     assert _allowed() - made == _HELD_NOT_CALLED
+
+
+def _seen(api: KubeApi, obj: dict[str, Any]) -> None:
+    """Wait until the reconciler's informers hold ``obj`` as written: a pass reads them, not the server."""
+    meta = obj["metadata"]
+    if obj["kind"] not in WATCHED_KINDS:
+        return
+
+    def held() -> bool:
+        cached = api.cache.get(obj["kind"], meta.get("namespace", ""), meta["name"]) or {"metadata": {}}
+        return bool(cached["metadata"].get("resourceVersion") == meta["resourceVersion"])
+
+    within(10, held)
 
 
 # The kinds (fake API server resource keys) the reconciler writes back whole when their labels drift.
