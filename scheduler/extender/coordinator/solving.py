@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from api.core import ResourceVector
 from placement.request import ClusterView, GangRequest, Result, SolveOptions, Status
@@ -136,14 +137,15 @@ def free_capacity(
     bound: Mapping[str, str] | None = None,
     coming: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Mapping[str, int]]:
-    """What is free per node for the gang: allocatable − bound pods (the store keeps the sum per node) − other
-    gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
+    """What is free per node for the gang: allocatable − bound pods (the store keeps what they leave per node) −
+    other gangs' reservations − the gang's own ``placed`` members − members we bound that the store does not show
     bound yet (``bound``), floored at zero (as ``cluster_view.free_capacity``, on the store's parsed vectors:
     parsing every node's quantities on every plan would cost more than the solve). ``coming``: units per node that
     pods already being deleted will free, added before the floor (a preemption may count on them; reservations
-    made on them already must not be counted twice). Only nodes with something taken get a vector of their own;
-    every other node shares the store's allocatable, so do not modify them."""
-    allocatable, used = store.capacity()
+    made on them already must not be counted twice). Only nodes with something reserved, placed or coming get a
+    vector of their own; every other node shares the store's, so do not modify them."""
+    left, kept = store.capacity()
+    free = cast(dict[str, Mapping[str, int]], kept)  # a fresh dict of shared vectors; only whole vectors are replaced
     own: dict[str, ResourceVector] = {}
     placed = placed or {}
     bound = bound or {}
@@ -153,20 +155,19 @@ def free_capacity(
             if node:
                 _add(own.setdefault(node, {}), store.requests_of(pod))
     coming = coming or {}
-    free: dict[str, Mapping[str, int]] = dict(allocatable)
-    for name in used.keys() | reserved.keys() | own.keys():
-        vector = allocatable.get(name)
+    for name in reserved.keys() | own.keys() | coming.keys():
+        vector = left.get(name)
         if vector is None:
             continue  # a node the store no longer has (or not yet): nothing to place on
-        left = dict(vector)
+        units_left = dict(vector)
         for resource, units in coming.get(name, {}).items():
-            if resource in left:
-                left[resource] += units
-        for source in (used, reserved, own):
+            if resource in units_left:
+                units_left[resource] += units
+        for source in (reserved, own):
             for resource, units in source.get(name, {}).items():
-                if resource in left:
-                    left[resource] = left[resource] - units
-        free[name] = {resource: max(0, units) for resource, units in left.items()}
+                if resource in units_left:
+                    units_left[resource] = units_left[resource] - units
+        free[name] = {resource: max(0, units) for resource, units in units_left.items()}
     return free
 
 

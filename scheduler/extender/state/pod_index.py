@@ -47,6 +47,7 @@ class PodIndex:
         self.by_gang: dict[str, set[str]] = {}
         self.requests: dict[str, ResourceVector] = {}  # our pods; a ForeignPod carries its own
         self.used: dict[str, ResourceVector] = {}
+        self.touched: set[str] = set()  # nodes whose ``used`` changed since the store last drained this
         self.placements = 0  # grows whenever a pod starts holding a node's capacity, or a held pod changes
         self.foreign_priorities: dict[int, int] = {}  # priority → other schedulers' pods holding capacity with it
 
@@ -93,6 +94,7 @@ class PodIndex:
                 self.by_gang.setdefault(gang, set()).add(key)
         node = _node_held(pod)
         if node:
+            self.touched.add(node)
             used = self.used.setdefault(node, {})
             for name, amount in requests.items():
                 used[name] = used.get(name, 0) + amount
@@ -121,6 +123,7 @@ class PodIndex:
             else:
                 self.foreign_priorities.pop(pod.priority, None)
         if node:
+            self.touched.add(node)
             used = self.used.get(node, {})
             for name, amount in requests.items():
                 left = used.get(name, 0) - amount

@@ -66,6 +66,11 @@ class ClusterStore:
         self._budgets: dict[str, PodDisruptionBudget] = {}
         self._allocatable: dict[str, ResourceVector] = {}
         self._shapes: dict[str, NodeShape] = {}
+        # Per node, allocatable less what bound pods use, as it is (over-committed: negative) and floored at zero,
+        # kept node by node as pods and Nodes change: every plan starts from it, and rebuilding it over every node
+        # per plan was most of a plan's cost on a large cluster (bench_e2e --grove-flow's planner thread).
+        self._left: dict[str, ResourceVector] = {}
+        self._free: dict[str, ResourceVector] = {}
         self._listeners: list[StoreListener] = []
         self._version = 0
         self._node_version = 0
@@ -249,10 +254,11 @@ class ClusterStore:
             return dict(self._pods.used.get(node, {}))
 
     def capacity(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:
-        """Per node its allocatable and what bound pods use, read together. The allocatable vectors are the
-        store's own (a Node change replaces its vector, never changes it): read them, do not modify them."""
+        """Per node what bound pods leave of its allocatable: as it is (negative where a node is over-committed),
+        and floored at zero; only the resources the node has. Read together; the vectors are the store's own (a
+        change replaces a node's vector, never changes it): read them, do not modify them."""
         with self._lock:
-            return dict(self._allocatable), {name: dict(vector) for name, vector in self._pods.used.items()}
+            return dict(self._left), dict(self._free)
 
     # --- internals ---------------------------------------------------------------------------------------------
 
@@ -294,6 +300,7 @@ class ClusterStore:
         self._version += 1
         if isinstance(obj, Pod | ForeignPod):
             self._pods.put(key, obj)
+            self._refresh_left()
         elif isinstance(obj, Node):
             allocatable = obj.allocatable()
             shape = node_shape(obj, allocatable)
@@ -301,6 +308,8 @@ class ClusterStore:
                 self._node_version += 1
                 self._shapes[key] = shape
                 self._allocatable[key] = allocatable
+                self._pods.touched.add(key)
+                self._refresh_left()
             self._nodes[key] = obj
         elif isinstance(obj, PriorityClass):
             self._classes[key] = obj
@@ -312,17 +321,37 @@ class ClusterStore:
     def _remove(self, kind: Kind, key: str) -> object:
         self._version += 1
         if kind == "Pod":
-            return self._pods.pop(key)
+            pod = self._pods.pop(key)
+            self._refresh_left()
+            return pod
         if kind == "Node":
             self._node_version += 1
             self._allocatable.pop(key, None)
             self._shapes.pop(key, None)
+            self._pods.touched.add(key)
+            self._refresh_left()
             return self._nodes.pop(key)
         if kind == "PriorityClass":
             return self._classes.pop(key)
         if kind == "PodDisruptionBudget":
             return self._budgets.pop(key)
         return self._gangs.pop(key)
+
+    def _refresh_left(self) -> None:
+        """``_left`` and ``_free`` anew for the nodes whose pods or allocatable changed (a pod on a node the store
+        has no Node for leaves nothing to place on)."""
+        touched, self._pods.touched = self._pods.touched, set()
+        for node in touched:
+            allocatable = self._allocatable.get(node)
+            if allocatable is None:
+                self._left.pop(node, None)
+                self._free.pop(node, None)
+                continue
+            used = self._pods.used.get(node)
+            left = {name: units - used.get(name, 0) for name, units in allocatable.items()} if used else allocatable
+            self._left[node] = left
+            negative = any(units < 0 for units in left.values())
+            self._free[node] = {name: max(0, units) for name, units in left.items()} if negative else left
 
     def _notify(self, kind: Kind, event_type: EventType, obj: object) -> None:
         for listener in list(self._listeners):

@@ -1,8 +1,14 @@
-"""The coordinator's free capacity (the store's cached vectors, only nodes with something taken rebuilt) agrees
-with the translator's reference computed from the Nodes and Pods, and never changes the store's vectors."""
+"""The coordinator's free capacity (the store's vectors kept per node, only nodes with something reserved rebuilt)
+agrees with the translator's reference computed from the Nodes and Pods, and never changes the store's vectors."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.core import Node, Pod
 from scheduler.extender.coordinator.solving import free_capacity
 from scheduler.extender.state import ClusterStore
 from scheduler.extender.translation.cluster_view import free_capacity as reference
@@ -31,3 +37,41 @@ def test_free_capacity_agrees_with_the_reference_and_leaves_the_store_as_it_was(
     assert free["b"][GPU] == 5 and free["c"][GPU] == 0 and "gone" not in free
     assert free_capacity(store=store, reserved={}) == reference(nodes, pods)
     assert {node.name: store.allocatable_of(node.name) for node in nodes} == before
+
+
+_NODES = ("a", "b", "c")
+_events = st.lists(
+    st.one_of(
+        st.tuples(st.just("node"), st.sampled_from(_NODES), st.integers(0, 8)),  # 0: the Node deleted
+        st.tuples(st.just("pod"), st.integers(0, 5), st.sampled_from((*_NODES, "gone", ""))),  # "": pending
+        st.tuples(st.just("gone"), st.integers(0, 5), st.just("")),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=_events, reserved_gpus=st.dictionaries(st.sampled_from(_NODES), st.integers(0, 9)))
+def test_what_the_store_keeps_per_node_follows_every_change(
+    events: list[tuple[str, Any, Any]], reserved_gpus: dict[str, int]
+) -> None:
+    """The store keeps what bound pods leave of each node as pods and Nodes come, move and go; whatever the order,
+    free capacity read from it is what the reference computes from the objects themselves."""
+    store = ClusterStore()
+    nodes: dict[str, Node] = {}
+    pods: dict[str, Pod] = {}
+    for kind, subject, value in events:
+        if kind == "node" and value:
+            nodes[subject] = make_node(subject).gpus(value).obj()
+            store.apply("Node", "MODIFIED", nodes[subject])
+        elif kind == "node" and subject in nodes:
+            store.apply("Node", "DELETED", nodes.pop(subject))
+        elif kind == "pod":
+            builder = make_pod(f"p{subject}").gpus(1 + subject % 3)
+            pods[f"p{subject}"] = (builder.on(value) if value else builder).obj()
+            store.apply("Pod", "MODIFIED", pods[f"p{subject}"])
+        elif f"p{subject}" in pods:
+            store.apply("Pod", "DELETED", pods.pop(f"p{subject}"))
+    reserved = {node: {GPU: gpus} for node, gpus in reserved_gpus.items()}
+    expected = reference(list(nodes.values()), list(pods.values()), reservations=reserved)
+    assert free_capacity(store=store, reserved=reserved) == expected
