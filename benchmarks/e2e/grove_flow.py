@@ -16,8 +16,11 @@ verb and resource (every client's: the reconciler's are those of PodCliqueSets, 
 RBAC); and the CPU per bound pod of every process, the extender's counted whole from the first PodCliqueSet to the
 last binding and a few seconds of status writes after, every thread.
 
+Then the extender's and the reconciler's CPU by thread; ``--profile DIR`` keeps a py-spy profile of each over the
+flow (``python -m benchmarks.e2e.profile DIR/extender-flow.txt`` sums it by activity).
+
     KUBEBUILDER_ASSETS=… python -m benchmarks.bench_e2e --real --grove-flow [--gangs 375] [--rate 0]
-        [--reconcile-flags '--workers 8 --qps 500 --burst 500']
+        [--reconcile-flags '--workers 8 --qps 500 --burst 500'] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, counters, per_pod, short
-from benchmarks.e2e.processes import cpu_seconds
+from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
 
 __all__ = ["FlowPhase", "flow_report", "pcs_manifest", "run_phase"]
 
@@ -73,6 +76,7 @@ class FlowPhase:
     makespan: float = 0.0  # first PodCliqueSet created → last pod bound
     cpu: dict[str, float] = field(default_factory=dict)  # process → CPU seconds from the first create to settled
     api_counters: Counters = field(default_factory=dict)  # per PodCliqueSet
+    by_thread: dict[str, dict[str, float]] = field(default_factory=dict)  # our process → thread name → CPU seconds
 
     @property
     def created_per_second(self) -> float:
@@ -138,6 +142,12 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     created, bound = BindTimes(plane.api, namespace, bound_only=False), BindTimes(plane.api, namespace)
     api_before, cpu_before = _api_counters(plane), {name: cpu_seconds(pid) for name, pid in pids.items()}
     profiling = _profile_api_server(plane, folder / f"apiserver-{mode}.pb.gz") if through_extender else None
+    ours = {name: pids[name] for name in ("extender", "reconciler") if name in pids}
+    threads_before = {name: thread_cpu(pid) for name, pid in ours.items()}
+    folder_for = Path(args.profile) if args.profile else None
+    if folder_for is not None:
+        folder_for.mkdir(parents=True, exist_ok=True)
+    samplers = [Sampler.start(pid, folder_for / f"{name}-flow.txt") for name, pid in ours.items()] if folder_for else []
     started = time.monotonic()
     _create(plane, namespace, names, pods=args.pods_per_gang, rate=args.rate)
     with Progress(transient=True) as progress:
@@ -149,6 +159,11 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
             time.sleep(0.5)
     time.sleep(SETTLE_SECONDS)
     phase.cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+    threads_after = {name: thread_cpu(pid) for name, pid in ours.items()}
+    for sampler in samplers:
+        sampler.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
+    for name, pid in ours.items():
+        phase.by_thread[name] = by_thread(threads_before[name], threads_after[name], thread_names(pid))
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.sets, at_least=0.01)
     if profiling is not None:
         profiling.join(timeout=PROFILE_SECONDS + 90)
@@ -181,6 +196,12 @@ def flow_report(phases: list[FlowPhase], args: argparse.Namespace, *, load: str)
     through, plain = by_mode.get("extender"), by_mode.get("alone")
     if through and plain and plain.makespan:
         print(f"makespan through the extender / alone: {through.makespan / plain.makespan:.2f}×")
+    for phase in phases:
+        for process, threads in phase.by_thread.items():
+            pods = max(phase.bound, 1)
+            parts = [(name, 1000 * seconds / pods) for name, seconds in threads.items() if seconds > 0]
+            print(f"{process} CPU ms per bound pod by thread ({phase.mode}): "
+                  + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(parts, key=lambda item: -item[1])))  # fmt: skip
     for phase in phases:
         top = list(phase.api_counters.items())[:16]
         total = sum(phase.api_counters.values())

@@ -28,7 +28,7 @@ from scheduler.reconcile.components.component import Component, ComponentKind, P
 from scheduler.reconcile.components.observed import Observed, live_scale, observe
 from scheduler.reconcile.components.registry import AFTER_STATUS, CONVERGE, TEARDOWN, pcs_components
 from scheduler.reconcile.desired.state import desired_state
-from scheduler.reconcile.desired.template_hash import pcs_hashes
+from scheduler.reconcile.desired.template_hash import PodCliqueSetHashes, pcs_hashes
 from scheduler.reconcile.rules.defaults import with_defaults
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.fields import FieldError
@@ -46,6 +46,7 @@ __all__ = ["DEFAULT_INITC_IMAGE", "PassOutcome", "Reconciler"]
 
 log = logging.getLogger(__name__)
 DEFAULT_INITC_IMAGE = "grove-extender:0.1.0"  # the image this package ships in; `reconcile --initc-image` overrides
+HASHES_KEPT = 10_000  # PodCliqueSets whose template hashes are kept between passes
 STOP_WAIT_SECONDS = 30.0  # how long stopping waits for a worker's pass in flight: a few requests' timeouts
 
 
@@ -76,6 +77,10 @@ class Reconciler:
     initc_image: str = DEFAULT_INITC_IMAGE
     limits: Limits = field(default_factory=Limits)
     components: dict[ComponentKind, Component] = field(init=False, repr=False)
+    # A PodCliqueSet's template hashes by (uid, generation): the spec they are made from changes only with the
+    # generation, and replaying Go's dump of every template on every pass showed in the reconciler's profile
+    # (bench_e2e --grove-flow --profile; figures in docs/bench_e2e.md).
+    _hashes: dict[tuple[str, int], PodCliqueSetHashes] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.components = pcs_components(
@@ -192,7 +197,7 @@ class Reconciler:
         if errors := self._broken_rules(raw, pcs, binding=binding, observed=observed):
             return self._rejected(raw, errors, outcome)
         desired = desired_state(pcs, binding, live_scale(observed, self.limits))
-        hashes = pcs_hashes(pcs)
+        hashes = self._template_hashes(pcs)
         rollout = Rollout.observe(
             pcs, generation=hashes.generation, template_hashes=hashes.templates, now=stamp(self.clock())
         )
@@ -246,6 +251,17 @@ class Reconciler:
         if accepted is not None:
             errors += update_errors(accepted, pcs)
         return errors
+
+    def _template_hashes(self, pcs: PodCliqueSet) -> PodCliqueSetHashes:
+        uid, generation = pcs.metadata.uid, pcs.metadata.generation
+        if not uid or not generation:
+            return pcs_hashes(pcs)
+        found = self._hashes.get((uid, generation))
+        if found is None:
+            if len(self._hashes) >= HASHES_KEPT:
+                self._hashes.clear()  # deleted and outdated PodCliqueSets' entries go; the live ones come back
+            found = self._hashes[(uid, generation)] = pcs_hashes(pcs)
+        return found
 
     def _in_order(self, kinds: tuple[ComponentKind, ...]) -> list[Component]:
         return [self.components[kind] for kind in kinds if kind in self.components]
