@@ -351,3 +351,24 @@ def test_refused_gangs_are_swept_once_a_second_however_often_the_planner_ticks()
     h.clock.advance(1.0)
     room.sweep(counting)
     assert len(tried) == 2
+
+
+def test_a_high_gang_whose_pods_are_still_gated_makes_no_room_until_they_are_not() -> None:
+    # Grove creates a gang's pods gated and lifts the gates once its PodGang exists: until then no room made would
+    # place them, so nothing is evicted and the sweep passes the gang by. Lifted, the same gang evicts as above.
+    pods, gangs = _low_gangs(4, spread=[["a0"], ["a1"], ["b0"], ["b1"]])
+    high, pg = gang("high", workers=8, gpus=1, required=CLIQUE)
+    gated = [p.model_copy(update={"spec": p.spec.model_copy(update={"schedulingGates": [{"name": "g"}]})}) for p in high]
+    h = harness(nodes=_nodes(), pods=pods + gated, podgangs=[*gangs, _classed(pg, HIGH)], priority_classes=CLASSES)
+    ref = GangRef("default", "high")
+    h.coordinator.plan_ahead(ref)
+    h.settle()
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/high"] == "Waiting"
+    assert h.coordinator.table.refused() == []
+    assert h.coordinator.planner.make_room(ref) is Room.NONE
+    assert h.writer.evictions == []
+    for pod in high:
+        h.store.apply("Pod", "MODIFIED", pod)
+    h.coordinator.plan_ahead(ref)
+    h.settle()
+    assert len(_evicted(h)) == 8

@@ -78,6 +78,7 @@ class GangRecord:
     plan_status: PlanStatus
     refusal: str = ""  # why the members still to place cannot be placed now ("" when planned)
     transient: bool = False  # the refusal will pass by itself (our watch has not shown the PodGang yet)
+    gathering: bool = False  # Waiting for its own members (missing or gated): no room made for it would help
     decided: tuple[int, int, int] | None = None  # (structure, news, capacity epoch) of the last decision
     min_replicas: dict[str, int] = field(default_factory=dict)  # group → minReplicas
     groups: dict[str, str] = field(default_factory=dict)  # pod → group, every member known at the last plan
@@ -220,6 +221,7 @@ class GangSummary:
     reason: str
     counts: tuple[GroupCount, ...]
     placement_score: float | None
+    gathering: bool = False  # Waiting for its own members: no room made for it would help
 
 
 @dataclass(frozen=True)

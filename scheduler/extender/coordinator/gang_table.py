@@ -150,7 +150,7 @@ class GangTable:
             g = self._gangs.get(gang)
             if g is None:
                 return None
-            return GangSummary(g.ref, g.state, g.refusal, g.counts(), g.placement_score)
+            return GangSummary(g.ref, g.state, g.refusal, g.counts(), g.placement_score, gathering=g.gathering)
 
     def fits(self, node: str, *, used: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
         """Bound pods (``used``) + every reservation on ``node`` within its allocatable."""
@@ -177,13 +177,16 @@ class GangTable:
 
     # --- planning ----------------------------------------------------------------------------------------------
 
-    def waiting(self, ref: GangRef, *, reason: str, basis: PlanBasis, transient: bool = False) -> None:
-        """Guaranteed members missing or gated, or (``transient``) the PodGang not in our store yet: nothing new
-        is planned. Ready members keep their reservations (the gang may complete as soon as the rest appear);
-        planned-only members give theirs back."""
+    def waiting(
+        self, ref: GangRef, *, reason: str, basis: PlanBasis, transient: bool = False, gathering: bool = False
+    ) -> None:
+        """Nothing new is planned: guaranteed members missing or gated (``gathering``), the PodGang not in our
+        store yet (``transient``), or the gang deferred behind others. Ready members keep their reservations (the
+        gang may complete as soon as the rest appear); planned-only members give theirs back."""
         with self._changing(ref.key):
             g = self._record(ref)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, transient
+            g.gathering = gathering or transient
             g.decided = (basis.structure, basis.news, basis.epoch)
             self._stop_awaiting(g)
             g.plan = {pod: member.node for pod, member in g.ready.items()}
@@ -196,6 +199,7 @@ class GangTable:
         with self._changing(ref.key):
             g = self._record(ref)
             g.plan_status, g.refusal, g.transient = PlanStatus.INFEASIBLE, reason, False
+            g.gathering = False
             g.decided = (basis.structure, basis.news, basis.epoch) if proven else None
             self._give_back(g)
 
@@ -240,6 +244,7 @@ class GangTable:
         statement.commit(now=now, ttl=commit.ttl_seconds)
         self._plans += 1
         g.plan_status, g.refusal, g.transient = PlanStatus.PLANNED, "", False
+        g.gathering = False
         g.decided = (g.structure, basis.news, self._epoch)
         if commit.assignment:
             g.placement_score = commit.placement_score
@@ -255,13 +260,14 @@ class GangTable:
             return g is not None and bool(g.ready or g.bound or g.releasing)
 
     def refused(self) -> list[GangRef]:
-        """Gangs whose last plan refused them (Waiting for a reason that does not pass by itself, or Infeasible)
-        and that hold nothing: what a gang of higher priority may make room for."""
+        """Gangs whose last plan refused them (Waiting for room or their turn, or Infeasible) and that hold
+        nothing: what a gang of higher priority may make room for. Not those gathering their own members: room
+        cannot place pods that are missing or gated, and with a fleet's pods arriving gated that is most gangs."""
         with self._lock:
             return [
                 g.ref
                 for g in self._gangs.values()
-                if g.state in (GangState.WAITING, GangState.INFEASIBLE) and not g.transient and not g.plan
+                if g.state in (GangState.WAITING, GangState.INFEASIBLE) and not g.gathering and not g.plan
             ]
 
     def reserved_gangs(self) -> list[tuple[GangRef, dict[str, tuple[str, dict[str, int]]]]]:
@@ -283,6 +289,7 @@ class GangTable:
                 return False
             self._give_back(g)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
+            g.gathering = False
             g.decided = (g.structure, g.news, self._epoch)
             return True
 
@@ -333,6 +340,7 @@ class GangTable:
                 return
             self._give_back(g)
             g.plan_status, g.refusal, g.transient = PlanStatus.WAITING, reason, False
+            g.gathering = False
             g.decided = (g.structure, g.news, self._epoch)
 
     # --- what filter learns ------------------------------------------------------------------------------------

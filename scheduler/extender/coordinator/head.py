@@ -135,7 +135,7 @@ class HeadPlanner:
                 # until a plan of its own says so; the one asked about gets its answer here.
                 if queued == ref:
                     if isinstance(err, GangNotReady):
-                        self._table.waiting(queued, reason=str(err), basis=basis)
+                        self._table.waiting(queued, reason=str(err), basis=basis, gathering=True)
                     else:
                         self._table.infeasible(queued, reason=str(err), proven=True, basis=basis)
                     reasons[queued.key] = str(err)

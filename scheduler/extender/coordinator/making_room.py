@@ -200,7 +200,7 @@ class RoomMaker:
 
     def _attempt(self, ref: GangRef) -> _Attempt | None:
         summary = self._table.summary(ref.key)
-        if summary is None or summary.state not in _REFUSED or self._table.started(ref.key):
+        if summary is None or summary.state not in _REFUSED or summary.gathering or self._table.started(ref.key):
             return None
         now = self._clock()
         basis = self._table.planning_basis(ref, now=now)

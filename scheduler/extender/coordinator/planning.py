@@ -161,7 +161,7 @@ class Planner:
             try:
                 placement = self._solve(members, facts, basis, only=only)
             except GangNotReady as err:
-                self._table.waiting(ref, reason=str(err), basis=basis)
+                self._table.waiting(ref, reason=str(err), basis=basis, gathering=True)
                 self._metrics.plans.labels("waiting").inc()
                 return str(err)
             except GangRequestError as err:  # the PodGang cannot be planned as it stands: refused until it changes
