@@ -16,7 +16,7 @@ import httpx
 from starlette.types import ASGIApp
 
 from api.core import Node, Pod, PriorityClass
-from api.grove import PodGang
+from api.grove import GANG_GATE, PodGang
 from api.http.app import create_app
 from placement import solve
 from scheduler.extender.cluster_writer import InMemoryClusterWriter
@@ -53,7 +53,7 @@ def pod(
     gpus: int = 0,
     cpu: str = "1",
     node_name: str = "",
-    gated: bool = False,
+    gated: bool | str = False,  # True: Grove's gate; a name: that gate
     namespace: str = "default",
     phase: str = "Pending",
 ) -> Pod:
@@ -72,7 +72,7 @@ def pod(
                 "schedulerName": "grove",
                 "nodeName": node_name,
                 "containers": [{"name": "c", "resources": {"requests": requests}}],
-                "schedulingGates": [{"name": "grove.io/podgang-pending-creation"}] if gated else [],
+                "schedulingGates": [{"name": gated if isinstance(gated, str) else GANG_GATE}] if gated else [],
             },
             "status": {"phase": phase},
         }

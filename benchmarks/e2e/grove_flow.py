@@ -131,7 +131,7 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     reconciler = plane.start_reconciler(extra=flags, wait=True)
     scheduler: Child
     if through_extender:
-        plane.start_extender(extra=("--log-level=warning",))
+        plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
         scheduler = plane.start_scheduler(overrides=QPS)
     else:
         scheduler = plane.start_plain_scheduler(overrides=QPS)

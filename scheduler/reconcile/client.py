@@ -115,9 +115,11 @@ class ReconcileApi(Protocol):
         ...
 
     def set_pod_scheduling_gates(
-        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
+        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str | None
     ) -> None:
-        """Replace ``spec.schedulingGates`` (Kubernetes only lets gates be removed), on ``resource_version``."""
+        """Replace ``spec.schedulingGates`` (Kubernetes only lets gates be removed), on ``resource_version``; None
+        only when ``gates`` is empty, which cannot undo anyone else's removal (a status write, such as the
+        extender's nomination of the gated pod, then does not make the lift a conflict)."""
         ...
 
     def delete(self, kind: OwnedKind, *, namespace: str, name: str) -> None: ...

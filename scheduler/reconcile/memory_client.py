@@ -196,10 +196,12 @@ class InMemoryApi:
         return _clone(stored)
 
     def set_pod_scheduling_gates(
-        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
+        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str | None
     ) -> None:
         current = self._get("Pod", namespace, name)
-        patch = {"metadata": {"resourceVersion": resource_version}, "spec": {"schedulingGates": _clone(gates)}}
+        patch: KubeObject = {"spec": {"schedulingGates": _clone(gates)}}
+        if resource_version is not None:
+            patch["metadata"] = {"resourceVersion": resource_version}
         stored = self._call(lambda: self.store.patch(PODS, current, patch, subresource=None))
         self._log("ungate", stored)
 

@@ -233,9 +233,11 @@ class KubeApi:
         return result
 
     def set_pod_scheduling_gates(
-        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str
+        self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str | None
     ) -> None:
-        body = {"metadata": {"resourceVersion": resource_version}, "spec": {"schedulingGates": gates}}
+        body: KubeObject = {"spec": {"schedulingGates": gates}}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
         self.cache.wrote("Pod", self._send("PATCH", _path("Pod", namespace, name), body=body, content_type=_MERGE))
 
     def delete(self, kind: OwnedKind, *, namespace: str, name: str) -> None:

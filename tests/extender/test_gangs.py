@@ -209,8 +209,9 @@ def test_infeasible_gang_gets_one_actionable_reason_on_every_node() -> None:
 
 
 def test_gang_waits_for_its_gated_or_missing_guaranteed_pods() -> None:
+    # Someone else's gate (a quota system's): Grove's own is planned through (translation's module docstring).
     pods, pg = gang("g", workers=3, gpus=4)
-    gated = pod("g-w2", gang="g", gpus=4, gated=True)
+    gated = pod("g-w2", gang="g", gpus=4, gated="example.com/quota")
     h = harness(nodes=_cluster(), pods=[pods[0], gated], podgangs=[pg])
 
     async def main() -> None:

@@ -358,7 +358,8 @@ def test_a_high_gang_whose_pods_are_still_gated_makes_no_room_until_they_are_not
     # place them, so nothing is evicted and the sweep passes the gang by. Lifted, the same gang evicts as above.
     pods, gangs = _low_gangs(4, spread=[["a0"], ["a1"], ["b0"], ["b1"]])
     high, pg = gang("high", workers=8, gpus=1, required=CLIQUE)
-    gated = [p.model_copy(update={"spec": p.spec.model_copy(update={"schedulingGates": [{"name": "g"}]})}) for p in high]
+    gate = {"schedulingGates": [{"name": "example.com/quota"}]}  # a gate of someone else's: Grove's is planned through
+    gated = [p.model_copy(update={"spec": p.spec.model_validate({**p.spec.model_dump(), **gate})}) for p in high]
     h = harness(nodes=_nodes(), pods=pods + gated, podgangs=[*gangs, _classed(pg, HIGH)], priority_classes=CLASSES)
     ref = GangRef("default", "high")
     h.coordinator.plan_ahead(ref)

@@ -4,8 +4,11 @@ planning step), ``plan``, ``snapshot inspect`` and the benchmarks use.
 The request asks for what is still to place. Members already bound (``spec.nodeName``, not finished) and members
 the caller has *placed* (kube-scheduler assumed them on a node: waiting at the barrier, ready to bind, or kept on
 the node an earlier plan gave them) are facts: they are left out, count towards their group's ``minReplicas``, and
-hold every ``required`` pack scope they are in to their domain. Gated and finished pods are not planned. Groups
-with nothing left to plan are dropped, with the pack scopes that covered only them.
+hold every ``required`` pack scope they are in to their domain. Finished pods are not planned, nor gated ones, but
+for pods held by Grove's own gate alone: Grove lifts that gate once the PodGang exists, which it does by the time
+a PodGang is translated, and lifts it pod by pod. Planned before, the first pod kube-scheduler pops has its node
+while its mates are still being ungated (its bind waits for them), rather than a refusal and a back-off each.
+Groups with nothing left to plan are dropped, with the pack scopes that covered only them.
 
 One documented way for what Grove's templates make rare:
 - **Pods of one group that ask for different amounts** are planned at the per-resource peak of the pods still to
@@ -34,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from api.core import Node, Pod
-from api.grove import LABEL_PODGANG, MNNVL_CLAIM, PodGang, PodGangTopologyConstraint
+from api.grove import GANG_GATE, LABEL_PODGANG, MNNVL_CLAIM, PodGang, PodGangTopologyConstraint
 from placement.request import GangRequest, GroupRequest, PackScope
 from scheduler.extender.translation.eligibility import eligible_nodes
 from scheduler.extender.translation.priority import NO_CLASSES, PriorityClasses, gang_priority
@@ -168,6 +171,10 @@ class _Members:
     missing: tuple[str, ...]
 
 
+def _gang_gate_only(pod: Pod) -> bool:
+    return all(gate.name == GANG_GATE for gate in pod.spec.schedulingGates)
+
+
 @dataclass(frozen=True)
 class _Known:
     """What the caller knows beyond the pods: see :func:`gang_request`'s arguments."""
@@ -195,7 +202,9 @@ def _translate(
     for group in members:
         held = sum(1 for pod in group.pods if pod.key in node_of)
         pending = [
-            pod for pod in group.pods if pod.key not in node_of and not pod.terminal and (known.gated or not pod.gated)
+            pod
+            for pod in group.pods
+            if pod.key not in node_of and not pod.terminal and (known.gated or not pod.gated or _gang_gate_only(pod))
         ]
         if known.only is not None:
             pending = [pod for pod in pending if pod.key == known.only]
@@ -203,7 +212,7 @@ def _translate(
                 continue  # just one pod is planned, and it is not in this group
         needed = 1 if known.only is not None else max(0, group.min_replicas - held)
         if needed > len(pending):
-            gated = sum(1 for pod in group.pods if pod.gated)
+            gated = sum(1 for pod in group.pods if pod.gated and not _gang_gate_only(pod))
             missing = f"; not created: {', '.join(group.missing[:3])}" if group.missing else ""
             raise GangNotReady(
                 f"{group.where} has {held + len(pending)} of {group.min_replicas} guaranteed pods bound or ready to "

@@ -60,9 +60,10 @@ def lift_gates(
                 continue
             meta = pod["metadata"]
             remaining = [g for g in gates if g.get("name") != GANG_GATE]
-            api.set_pod_scheduling_gates(
-                meta["namespace"], meta["name"], gates=remaining, resource_version=meta["resourceVersion"]
-            )
+            # Gates can only be removed, so lifting the last one needs no precondition: the extender nominates a
+            # gang's pods while Grove's gate is being lifted, and each nomination made a conditional lift a conflict.
+            version = meta["resourceVersion"] if remaining else None
+            api.set_pod_scheduling_gates(meta["namespace"], meta["name"], gates=remaining, resource_version=version)
             pod["spec"]["schedulingGates"] = remaining  # what the status computed later in this pass must see
             lifted += 1
     return lifted, waiting

@@ -140,9 +140,18 @@ def test_a_missing_or_gated_guarantee_is_not_ready_yet() -> None:
     gang = make_podgang("g").group("g-worker", pods=["w0", "w1"]).obj()
     with pytest.raises(GangNotReady, match=r"1 not created yet, 0 still gated; not created: default/w1"):
         gang_request(gang, _pods(_worker("w0")), _nodes())
-    gated = make_pod("w1").gpus(4).gang("g").gated().obj()
+    gated = make_pod("w1").gpus(4).gang("g").gated().gated("example.com/quota").obj()
     with pytest.raises(GangNotReady, match=r"1 of 2 guaranteed pods .* \(0 not created yet, 1 still gated\)"):
         gang_request(gang, _pods(_worker("w0"), gated), _nodes())
+
+
+def test_a_pod_held_by_groves_gate_alone_is_planned_with_its_mates() -> None:
+    # Grove lifts its gate once the PodGang exists, pod by pod: the gang is planned whole meanwhile, so the first pod
+    # kube-scheduler pops has a node (a gate of anyone else's still holds the gang, above).
+    gang = make_podgang("g").group("g-worker", pods=["w0", "w1"]).obj()
+    gated = make_pod("w1").gpus(4).gang("g").gated().obj()
+    request = gang_request(gang, _pods(_worker("w0"), gated), _nodes())
+    assert sorted(request.groups[0].pods) == ["default/w0", "default/w1"]
 
 
 def test_min_replicas_above_the_references_is_refused() -> None:
@@ -192,7 +201,10 @@ def test_a_group_whose_every_guaranteed_pod_is_gated_is_not_ready_and_a_summary_
     # Both groups' pods are gated: the first group stops the translation; asked for a summary (gated=True), both
     # groups are there with their full demand.
     gang = make_podgang("g").group("a", pods=["w0"]).group("b", pods=["w1"]).obj()
-    pods = _pods(make_pod("w0").gpus(4).gang("g").gated().obj(), make_pod("w1").gpus(2).gang("g").gated().obj())
+    quota = "example.com/quota"  # someone else's gate: Grove's own is planned through
+    pods = _pods(
+        make_pod("w0").gpus(4).gang("g").gated(quota).obj(), make_pod("w1").gpus(2).gang("g").gated(quota).obj()
+    )
     with pytest.raises(GangNotReady, match=r"\(a\) has 0 of 1 guaranteed pods"):
         gang_request(gang, pods, _nodes())
     summary = gang_request(gang, pods, _nodes(), gated=True)
