@@ -219,6 +219,10 @@ class Pod(_Model):
     def gated(self) -> bool:
         return bool(self.spec.schedulingGates)
 
+    def gated_only_by(self, gate: str) -> bool:
+        """Gated, and by ``gate`` alone."""
+        return bool(self.spec.schedulingGates) and all(held.name == gate for held in self.spec.schedulingGates)
+
     @property
     def terminal(self) -> bool:
         """A pod that holds no capacity any more."""

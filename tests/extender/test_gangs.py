@@ -488,3 +488,35 @@ def test_the_preempt_verb_leaves_our_gangs_preemption_to_the_extender() -> None:
 
     assert run(main) == {"NodeNameToMetaVictims": {}}
     assert ("preempt", gang_ref_of(members[0])) in h.coordinator.work.take(0.0, ("preempt",))
+
+
+def _plans(h: Any) -> float:
+    return sum(
+        sample.value for sample in h.coordinator.metrics.plans.collect()[0].samples if sample.name.endswith("_total")
+    )
+
+
+def test_a_gang_held_by_groves_gate_is_planned_once_and_its_gates_lifting_is_no_news() -> None:
+    # Grove's flow: the pods exist gated, the PodGang appears, the reconciler lifts the gates one by one. The gang is
+    # planned when its PodGang appears; each lift is no reason to plan it again, and the first pod kube-scheduler
+    # offers goes to its planned node.
+    pods, pg = gang("g", workers=3, gpus=4)
+    gated = [pod(p.metadata.name, gang="g", gpus=4, gated=True) for p in pods]
+    h = harness(nodes=_cluster(), pods=[], podgangs=[])
+    for member in gated:
+        h.store.apply("Pod", "ADDED", member)
+    h.store.apply("PodGang", "ADDED", pg)
+    h.settle()
+    assert {g["gang"]: g["state"] for g in h.coordinator.debug_gangs()}["default/g"] == "Planned"
+    planned = _plans(h)
+    for ungated in pods:
+        h.store.apply("Pod", "MODIFIED", ungated)
+        h.settle()
+    assert _plans(h) == planned
+
+    async def main() -> None:
+        async with h.client() as client:
+            reply = await filter_one(client, pods[0], NAMES)
+            assert len(reply["NodeNames"]) == 1
+
+    run(main)

@@ -4,7 +4,8 @@
 - a pod deleted or finished → ``member_gone``; a gang whose PodGang and pods are all gone is forgotten; a pod
   being deleted (``deletionTimestamp``: evicted, preempted) → ``member_gone`` already, its capacity freed only later;
 - a pod added or ungated → ``members_changed``, and the gang is queued to be planned ahead (a pending pod's status
-  rewritten by kube-scheduler after each failed attempt is not news);
+  rewritten by kube-scheduler after each failed attempt is not news, nor Grove's own gate lifted: plans include
+  the pods it alone holds);
 - a PodGang deleted → ``forget``, and its waiting bind calls are answered at once;
 - a node's capacity, labels, taints or schedulability changed → ``capacity_freed`` (refusals may not hold);
 - a bound pod deleted or finished, ours or another scheduler's (a ``ForeignPod``) → ``capacity_freed``: a pod
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from api.core import Node, Pod, PriorityClass
-from api.grove import PodGang
+from api.grove import GANG_GATE, PodGang
 from scheduler.extender.coordinator.gang_table import GangTable
 from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.waiters import BindWaiters
@@ -60,8 +61,10 @@ class StoreEvents:
         self._waiters = waiters
         self._nodes: dict[str, tuple[object, ...]] = {}
         self._specs: dict[str, object] = {}  # PodGang → its last spec: status writes are no news to the plan
-        # Pending pod → gated, as last seen: kube-scheduler rewrites a pending pod's status on every failed attempt,
-        # which is no news to the plan; a pod appearing or losing its gate is.
+        # Pending pod → held (gated by more than Grove's own gate, which plans look through), as last seen:
+        # kube-scheduler rewrites a pending pod's status on every failed attempt, and the reconciler lifts Grove's
+        # gate from a planned gang's pods one by one; neither is news to the plan. A pod appearing, or losing
+        # another's gate, is.
         self._pending: dict[str, bool] = {}
 
     def on_change(self, kind: Kind, event_type: EventType, obj: object) -> None:
@@ -101,11 +104,12 @@ class StoreEvents:
             if not ref.solo and pod.status.phase == "Running":
                 self._work.put(("running", ref))
             return
-        if self._pending.get(pod.key) == pod.gated:
+        held = pod.gated and not (not ref.solo and pod.gated_only_by(GANG_GATE))
+        if self._pending.get(pod.key) == held:
             return
-        self._pending[pod.key] = pod.gated
+        self._pending[pod.key] = held
         self._table.members_changed(ref.key)
-        if not ref.solo and not pod.gated:
+        if not ref.solo and not held:
             self._work.put(("plan", ref))
 
     def _podgang(self, event_type: EventType, podgang: PodGang) -> None:

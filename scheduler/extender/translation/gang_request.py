@@ -171,10 +171,6 @@ class _Members:
     missing: tuple[str, ...]
 
 
-def _gang_gate_only(pod: Pod) -> bool:
-    return all(gate.name == GANG_GATE for gate in pod.spec.schedulingGates)
-
-
 @dataclass(frozen=True)
 class _Known:
     """What the caller knows beyond the pods: see :func:`gang_request`'s arguments."""
@@ -201,18 +197,15 @@ def _translate(
     groups: list[GroupRequest] = []
     for group in members:
         held = sum(1 for pod in group.pods if pod.key in node_of)
-        pending = [
-            pod
-            for pod in group.pods
-            if pod.key not in node_of and not pod.terminal and (known.gated or not pod.gated or _gang_gate_only(pod))
-        ]
+        plannable = (pod for pod in group.pods if known.gated or not pod.gated or pod.gated_only_by(GANG_GATE))
+        pending = [pod for pod in plannable if pod.key not in node_of and not pod.terminal]
         if known.only is not None:
             pending = [pod for pod in pending if pod.key == known.only]
             if not pending:
                 continue  # just one pod is planned, and it is not in this group
         needed = 1 if known.only is not None else max(0, group.min_replicas - held)
         if needed > len(pending):
-            gated = sum(1 for pod in group.pods if pod.gated and not _gang_gate_only(pod))
+            gated = sum(1 for pod in group.pods if pod.gated and not pod.gated_only_by(GANG_GATE))
             missing = f"; not created: {', '.join(group.missing[:3])}" if group.missing else ""
             raise GangNotReady(
                 f"{group.where} has {held + len(pending)} of {group.min_replicas} guaranteed pods bound or ready to "
