@@ -14,6 +14,7 @@ from enum import StrEnum
 from topology import Topology
 
 __all__ = [
+    "FLOOR_MISMATCH",
     "ClusterView",
     "GangRequest",
     "GroupRequest",
@@ -23,6 +24,13 @@ __all__ = [
     "Status",
     "WorkloadShape",
 ]
+
+
+FLOOR_MISMATCH = "floor_mismatch"
+"""``Result.objective_parts`` key (``cpsat``): models that found no plan at or above the tier bound they were told
+while the greedy held one. The bound is imposed on the model as a floor so it can stop the moment it meets it; a
+bound or a model that disagrees with the greedy then reads as infeasible, so the greedy plan is used instead and
+this counts the disagreement."""
 
 
 @dataclass(frozen=True)

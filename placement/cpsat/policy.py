@@ -18,6 +18,7 @@ whether it was proven best.
 from __future__ import annotations
 
 import heapq
+import logging
 from dataclasses import dataclass, replace
 
 from placement.bounds import Bounds, gang_bounds, tier_bounds
@@ -29,9 +30,11 @@ from placement.objective import Counts, evaluate
 from placement.outcome import planned, refused
 from placement.problem import Problem
 from placement.prune import prune
-from placement.request import Result, SolveOptions, Status
+from placement.request import FLOOR_MISMATCH, Result, SolveOptions, Status
 
 __all__ = ["solve_cpsat"]
+
+log = logging.getLogger(__name__)
 
 _LATE_GREEDY_DOMAINS = 3  # past the deadline with no plan, how many more domains the greedy may try
 _MIN_MODEL_SECONDS = 0.1  # with less time left, building a model (Python, not interruptible) only overruns
@@ -45,6 +48,7 @@ class _Plan:
     bounds: tuple[int, ...]
     optimal: bool
     models: int
+    mismatches: int = 0  # models infeasible under the bound while the greedy held a plan (FLOOR_MISMATCH)
 
 
 def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
@@ -59,15 +63,30 @@ def solve_cpsat(problem: Problem, options: SolveOptions) -> Result:
         attempt = replace(options, time_limit_seconds=options.time_limit_seconds / 2)
         everything = _solve_guaranteed(whole, attempt)
         if isinstance(everything, _Plan):
-            solver = {"optimal": float(everything.optimal), "models": float(everything.models)}
+            solver = _figures(everything)
             return _with_bound(planned(problem, everything.counts, solver=solver), optimal=everything.optimal)
         options = replace(options, time_limit_seconds=max(0.01, deadline - options.clock()))
     found = _solve_guaranteed(problem.guaranteed(), options)
     if isinstance(found, Result):
         return found
     counts = add_extras(problem, found.counts)
-    solver = {"optimal": float(found.optimal), "models": float(found.models)}
+    solver = _figures(found)
     return _with_bound(planned(problem, counts, bounds=found.bounds, solver=solver), optimal=found.optimal)
+
+
+def _figures(plan: _Plan) -> dict[str, float]:
+    figures = {"optimal": float(plan.optimal), "models": float(plan.models)}
+    return figures | ({FLOOR_MISMATCH: float(plan.mismatches)} if plan.mismatches else {})
+
+
+def _mismatch(problem: Problem, bound: tuple[int, ...]) -> None:
+    log.warning(
+        "CP-SAT found no plan at or above the bound while the greedy holds one; the greedy plan stands "
+        "groups=%d nodes=%d bound=%s",
+        len(problem.groups),
+        len(problem.nodes),
+        bound,
+    )
 
 
 def _with_bound(result: Result, *, optimal: bool) -> Result:
@@ -107,6 +126,9 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)
     outcome, exact = _model(problem, hint, bounds.lexicographic, deadline=deadline, options=options)
+    if outcome.state == "infeasible" and hint is not None:
+        _mismatch(problem, bounds.lexicographic)
+        return _Plan(hint, bounds.per_tier, optimal=False, models=1, mismatches=1)
     if outcome.state == "infeasible" and exact:
         return refused(explain_infeasible(problem))
     found = _better(problem, outcome.counts if outcome.state in ("optimal", "feasible") else None, hint)
@@ -184,7 +206,7 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     heapq.heapify(queue)
     best: tuple[tuple[int, ...], Counts] | None = None
     unsettled: list[tuple[int, ...]] = []  # bounds of domains whose search was cut short
-    models = 0
+    models = mismatches = 0
     tried_late = 0
     while queue:
         bound, coarse, tightness, value = queue[0]
@@ -211,6 +233,9 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
         else:
             outcome, exact = _model(sub, sub_hint, bound, deadline=deadline, options=options)
             models += outcome.state != "skipped"
+            if outcome.state == "infeasible" and sub_hint is not None:
+                _mismatch(sub, bound)
+                mismatches += 1
             if not (exact and outcome.state in ("optimal", "infeasible")):
                 unsettled.append(bound)
             found = _better(sub, outcome.counts if outcome.state in ("optimal", "feasible") else None, sub_hint)
@@ -223,4 +248,4 @@ def _by_domain(problem: Problem, bounds: Bounds, *, deadline: float, options: So
     # The lexicographic bound the search established: the best plan, unless a domain still queued or one whose
     # search was cut short could hold a better one. It is what placementScore measures against.
     floor = min([best[0], *unsettled, *(queue[0][:1] if queue else [])])
-    return _Plan(best[1], floor, optimal=floor == best[0], models=models)
+    return _Plan(best[1], floor, optimal=floor == best[0], models=models, mismatches=mismatches)

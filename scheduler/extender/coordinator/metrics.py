@@ -57,6 +57,12 @@ class CoordinatorMetrics:
         self.replans = Counter(
             "grove_extender_replans_total", "Plans dropped and recomputed, by cause.", ["cause"], registry=registry
         )
+        self.floor_mismatches = Counter(
+            "grove_extender_solver_floor_mismatches_total",
+            "CP-SAT models that found no plan at or above the tier bound while the greedy held one; the greedy plan "
+            "was used. Any count is a bug in the bound or the model: report it with the extender's log.",
+            registry=registry,
+        )
         self.solve_seconds = Histogram(
             "grove_extender_solve_seconds", "Time the solver took per plan.", buckets=_SOLVE_BUCKETS, registry=registry
         )

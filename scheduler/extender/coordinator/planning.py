@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from placement.request import Result, SolveOptions, Status
+from placement.request import FLOOR_MISMATCH, Result, SolveOptions, Status
 from scheduler.extender.coordinator.eligibility_cache import EligibilityCache
 from scheduler.extender.coordinator.evictions import Evictor
 from scheduler.extender.coordinator.gang_state import PlanBasis, PlanCommit
@@ -229,6 +229,7 @@ class Planner:
             result = outcome.result
             self._metrics.solve_seconds.observe(result.solve_seconds)
             self._metrics.plans.labels(str(result.status)).inc()
+            self._metrics.floor_mismatches.inc(result.objective_parts.get(FLOOR_MISMATCH, 0.0))
             if result.status == Status.PLACED:
                 return _Placement(outcome, {**kept, **ready})
             refusal = (result.status, result.reason or f"gang {members.ref.key}: no placement found ({result.status})")
