@@ -268,3 +268,14 @@ def test_a_nomination_another_component_wrote_is_never_overwritten() -> None:
     written = h.writer.nominated_nodes()
     assert theirs.key not in written
     assert all(written[p.key] == plan[p.key] for p in pods[1:])
+
+
+def test_a_member_another_scheduler_places_is_never_nominated() -> None:
+    # A PodGang may list a pod whose schedulerName is not ours (a sidecar job, a hand-made pod): kube-scheduler's
+    # other profile places it, and a nomination written by us would be a claim on a pod we do not schedule.
+    pods, pg = gang("train", workers=4, gpus=4)
+    theirs = pods[3].model_copy(update={"spec": pods[3].spec.model_copy(update={"schedulerName": "default-scheduler"})})
+    h = harness(nodes=_cluster(), pods=[*pods[:3], theirs], podgangs=[pg])
+    h.settle()
+    assert theirs.key not in h.writer.nominated_nodes()
+    assert {p.key for p in pods[:3]} <= h.writer.nominated_nodes().keys()
