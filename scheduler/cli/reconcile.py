@@ -28,6 +28,7 @@ _MAX_FILE_BYTES = 16 * 1024 * 1024  # a PodCliqueSet file, not a cluster dump: r
 # Grove's operator runs a worker per controller (PodCliqueSet, PodClique, scaling group) and its client at 100 QPS,
 # burst 120; one pass of ours does all three controllers' work, so several PodCliqueSets' passes overlap.
 DEFAULT_WORKERS = 4
+DEFAULT_CONCURRENT_WRITES = 8
 DEFAULT_QPS = 100.0
 DEFAULT_BURST = 120
 _DRY_RUN_KINDS = ("PodCliqueSet", "ClusterTopologyBinding", "ResourceClaimTemplate")
@@ -65,6 +66,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=DEFAULT_WORKERS,
         help="PodCliqueSets reconciled at once, never one by two workers (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrent-writes",
+        type=int,
+        default=DEFAULT_CONCURRENT_WRITES,
+        help="a pass's independent writes (a PodClique's pods, their gates) sent at once, all workers together "
+        "(default: %(default)s; 1 sends them one by one)",
     )
     parser.add_argument(
         "--qps",
@@ -120,6 +128,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _handle(args: argparse.Namespace) -> int:
     problem = (
         ("--workers must be at least 1" if args.workers < 1 else None)
+        or ("--concurrent-writes must be at least 1" if args.concurrent_writes < 1 else None)
         or ("--qps must be positive" if not args.qps > 0 else None)
         or ("--burst must be at least 1" if args.burst < 1 else None)
     )
@@ -202,6 +211,7 @@ def _serve(args: argparse.Namespace) -> int:
     from scheduler.kube.rate_limit import TokenBucket
     from scheduler.reconcile.client import ApiError
     from scheduler.reconcile.controller import Reconciler
+    from scheduler.reconcile.fanout import Fanout
     from scheduler.reconcile.health import Health, HealthServer
     from scheduler.reconcile.rest_client import KubeApi
 
@@ -247,6 +257,7 @@ def _serve(args: argparse.Namespace) -> int:
         initc_image=args.initc_image,
         limits=Limits(replicas=args.max_replicas, pods=args.max_pods),
         features=_features(args),
+        fanout=Fanout(args.concurrent_writes),
     )
     try:
         reconciler.run(stop=stop, resync_seconds=args.resync_seconds, on_tick=health.tick, workers=args.workers)

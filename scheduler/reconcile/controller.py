@@ -29,6 +29,7 @@ from scheduler.reconcile.components.observed import Observed, live_scale, observ
 from scheduler.reconcile.components.registry import AFTER_STATUS, CONVERGE, TEARDOWN, pcs_components
 from scheduler.reconcile.desired.state import desired_state
 from scheduler.reconcile.desired.template_hash import PodCliqueSetHashes, pcs_hashes
+from scheduler.reconcile.fanout import Fanout
 from scheduler.reconcile.rules.defaults import with_defaults
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.rules.fields import FieldError
@@ -76,6 +77,7 @@ class Reconciler:
     clock: Clock = _utcnow
     initc_image: str = DEFAULT_INITC_IMAGE
     limits: Limits = field(default_factory=Limits)
+    fanout: Fanout = field(default_factory=Fanout)  # a pass's pod creates and gate lifts sent together
     components: dict[ComponentKind, Component] = field(init=False, repr=False)
     # A PodCliqueSet's template hashes by (uid, generation): the spec they are made from changes only with the
     # generation, and replaying Go's dump of every template on every pass showed in the reconciler's profile
@@ -90,6 +92,7 @@ class Reconciler:
             scheduler_name=self.scheduler_name,
             initc_image=self.initc_image,
             features=self.features,
+            fanout=self.fanout,
         )
 
     # --- loop ----------------------------------------------------------------------------------------------

@@ -252,6 +252,7 @@ def test_dry_run_keeps_groves_mnnvl_and_dra_fields(capsys: pytest.CaptureFixture
     ("flags", "message"),
     [
         pytest.param(["--workers", "0"], "--workers must be at least 1", id="no-worker"),
+        pytest.param(["--concurrent-writes", "0"], "--concurrent-writes must be at least 1", id="no-write"),
         pytest.param(["--qps", "0"], "--qps must be positive", id="no-rate"),
         pytest.param(["--burst", "0"], "--burst must be at least 1", id="no-burst"),
     ],

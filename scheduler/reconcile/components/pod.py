@@ -15,10 +15,11 @@ time, so its base PodGang holds both templates for a while; its scaling-group re
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from api.grove import LABEL_POD_INDEX, LABEL_PODCLIQUE, LABEL_PODGANG, LABEL_TEMPLATE_HASH, PodCliqueSet
@@ -28,6 +29,7 @@ from scheduler.reconcile.components.converge import delete_orphans
 from scheduler.reconcile.desired.claims import pod_claim_names
 from scheduler.reconcile.desired.pods import pod_name, pod_object
 from scheduler.reconcile.desired.state import CliquePlan
+from scheduler.reconcile.fanout import Fanout
 from scheduler.reconcile.live import is_terminating, pod_is_bound, pod_is_ready
 from scheduler.reconcile.rules.fields import FieldError
 
@@ -81,6 +83,7 @@ class Pods:
     rng: random.Random
     scheduler_name: str
     initc_image: str
+    fanout: Fanout = field(default_factory=Fanout)
 
     def sync(self, state: PassState) -> int:
         """Leaves each PodClique's kept pods, by index, in ``state.pods_by_clique``; raises ``PodRefused`` when the
@@ -148,15 +151,24 @@ class Pods:
                     del kept[_index(pod["metadata"]["labels"][LABEL_POD_INDEX]) or 0]
             elif excess < 0 and podclique is not None and fqn not in held:
                 free = (index for index in range(plan.replicas + len(kept)) if index not in kept)
-                for index in [next(free) for _ in range(-excess)]:  # lowest free indices first
-                    kept[index] = self._create(pcs, plan, podclique, index)
-                    writes += 1
+                indices = [next(free) for _ in range(-excess)]  # lowest free indices first
+                # Names drawn here, in index order, so a seeded ``rng`` names the same pods however the creates
+                # interleave; only a taken name draws again, on the create's own thread.
+                named = [(index, pod_name(plan.fqn, self.rng)) for index in indices]
+                made = self.fanout.map(functools.partial(self._create_named, pcs, plan, podclique), named)
+                kept.update(zip(indices, made, strict=True))
+                writes += len(made)
             result[fqn] = [kept[index] for index in sorted(kept)]
         return result, writes
 
-    def _create(self, pcs: PodCliqueSet, plan: CliquePlan, podclique: KubeObject, index: int) -> KubeObject:
+    def _create_named(
+        self, pcs: PodCliqueSet, plan: CliquePlan, podclique: KubeObject, named: tuple[int, str]
+    ) -> KubeObject:
+        return self._create(pcs, plan, podclique, *named)
+
+    def _create(self, pcs: PodCliqueSet, plan: CliquePlan, podclique: KubeObject, index: int, name: str) -> KubeObject:
         for attempt in range(_NAME_ATTEMPTS):
-            name = pod_name(plan.fqn, self.rng)
+            name = name if attempt == 0 else pod_name(plan.fqn, self.rng)
             pod = pod_object(
                 podclique=podclique,
                 clique=plan,

@@ -27,6 +27,7 @@ from scheduler.reconcile.components.sa_token_secret import ServiceAccountTokenSe
 from scheduler.reconcile.components.scaling_group import ScalingGroups
 from scheduler.reconcile.components.scheduling_gate import SchedulingGates
 from scheduler.reconcile.components.service_account import ServiceAccounts
+from scheduler.reconcile.fanout import Fanout
 from scheduler.reconcile.rules.features import Features
 from scheduler.reconcile.status.conditions import Clock
 
@@ -75,10 +76,12 @@ def pcs_components(
     scheduler_name: str,
     initc_image: str,
     features: Features | None = None,
+    fanout: Fanout | None = None,
 ) -> dict[ComponentKind, Component]:
     """Every component of a PodCliqueSet pass, by kind. ``rng`` draws pod-name suffixes; ``scheduler_name`` goes
     on every pod and PodGang; ``initc_image`` is the startup-order init container's; ``features`` the optional
-    ones (MNNVL's ComputeDomains, only when on)."""
+    ones (MNNVL's ComputeDomains, only when on); ``fanout`` sends a pass's pod creates and gate lifts together."""
+    fanout = fanout or Fanout()
     optional: dict[ComponentKind, Component] = {}
     if features is not None and features.mnnvl:
         optional["ComputeDomain"] = ComputeDomains(api)
@@ -92,8 +95,8 @@ def pcs_components(
         "RoleBinding": RoleBindings(api),
         "ServiceAccountTokenSecret": ServiceAccountTokenSecrets(api),
         "ResourceClaim": ResourceClaims(api),
-        "Pod": Pods(api, rng=rng, scheduler_name=scheduler_name, initc_image=initc_image),
+        "Pod": Pods(api, rng=rng, scheduler_name=scheduler_name, initc_image=initc_image, fanout=fanout),
         "PodGang": PodGangs(api, clock=clock, scheduler_name=scheduler_name),
-        "PodSchedulingGate": SchedulingGates(api),
+        "PodSchedulingGate": SchedulingGates(api, fanout=fanout),
         "PodCliqueSetReplica": PodCliqueSetReplicas(api, clock=clock),
     }

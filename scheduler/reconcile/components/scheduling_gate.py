@@ -10,12 +10,13 @@ ungated in one pass. It owns no objects: a deleted PodCliqueSet leaves it nothin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from api.grove import GANG_GATE
 from scheduler.reconcile.client import KubeObject, ReconcileApi
 from scheduler.reconcile.components.component import PassState
 from scheduler.reconcile.desired.state import Desired, GangPlan
+from scheduler.reconcile.fanout import Fanout
 from scheduler.reconcile.live import is_terminating, pod_is_bound
 
 __all__ = ["SchedulingGates", "base_gang_scheduled", "lift_gates"]
@@ -24,11 +25,16 @@ __all__ = ["SchedulingGates", "base_gang_scheduled", "lift_gates"]
 @dataclass(frozen=True)
 class SchedulingGates:
     api: ReconcileApi
+    fanout: Fanout = field(default_factory=Fanout)
 
     def sync(self, state: PassState) -> int:
         """Leaves the count of pods still gated in ``state.gated``."""
         lifted, state.gated = lift_gates(
-            self.api, desired=state.desired, gangs=state.gangs, pods_by_clique=state.pods_by_clique
+            self.api,
+            desired=state.desired,
+            gangs=state.gangs,
+            pods_by_clique=state.pods_by_clique,
+            fanout=self.fanout,
         )
         return lifted
 
@@ -42,11 +48,14 @@ def lift_gates(
     desired: Desired,
     gangs: Mapping[str, KubeObject],
     pods_by_clique: Mapping[str, list[KubeObject]],
+    fanout: Fanout | None = None,
 ) -> tuple[int, int]:
-    """Remove the gate where Grove would; returns (gates lifted, pods still gated)."""
+    """Remove the gate where Grove would, the pods' lifts sent together (``fanout``); returns (gates lifted, pods
+    still gated)."""
     cliques = desired.cliques()
     scheduled = {gang.name: base_gang_scheduled(gang, pods_by_clique) for gang in desired.gangs if gang.is_base}
-    lifted = waiting = 0
+    waiting = 0
+    lifts: list[tuple[KubeObject, list[KubeObject]]] = []  # pod → the gates it keeps
     for fqn, pods in pods_by_clique.items():
         plan = cliques[fqn]
         listed = _listed(gangs.get(plan.gang), fqn)
@@ -58,15 +67,19 @@ def lift_gates(
             if pod["metadata"]["name"] not in listed or not base_ok:
                 waiting += 1
                 continue
-            meta = pod["metadata"]
-            remaining = [g for g in gates if g.get("name") != GANG_GATE]
-            # Gates can only be removed, so lifting the last one needs no precondition: the extender nominates a
-            # gang's pods while Grove's gate is being lifted, and each nomination made a conditional lift a conflict.
-            version = meta["resourceVersion"] if remaining else None
-            api.set_pod_scheduling_gates(meta["namespace"], meta["name"], gates=remaining, resource_version=version)
-            pod["spec"]["schedulingGates"] = remaining  # what the status computed later in this pass must see
-            lifted += 1
-    return lifted, waiting
+            lifts.append((pod, [g for g in gates if g.get("name") != GANG_GATE]))
+
+    def lift(item: tuple[KubeObject, list[KubeObject]]) -> None:
+        pod, remaining = item
+        meta = pod["metadata"]
+        # Gates can only be removed, so lifting the last one needs no precondition: the extender nominates a
+        # gang's pods while Grove's gate is being lifted, and each nomination made a conditional lift a conflict.
+        version = meta["resourceVersion"] if remaining else None
+        api.set_pod_scheduling_gates(meta["namespace"], meta["name"], gates=remaining, resource_version=version)
+        pod["spec"]["schedulingGates"] = remaining  # what the status computed later in this pass must see
+
+    (fanout or Fanout()).map(lift, lifts)
+    return len(lifts), waiting
 
 
 def _listed(gang: KubeObject | None, fqn: str) -> set[str]:
