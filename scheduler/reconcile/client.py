@@ -118,8 +118,8 @@ class ReconcileApi(Protocol):
         self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str | None
     ) -> None:
         """Replace ``spec.schedulingGates`` (Kubernetes only lets gates be removed), on ``resource_version``; None
-        only when ``gates`` is empty, which cannot undo anyone else's removal (a status write, such as the
-        extender's nomination of the gated pod, then does not make the lift a conflict)."""
+        only when ``gates`` is empty, which cannot undo anyone else's removal (a status write meanwhile then does not
+        make the lift a conflict)."""
         ...
 
     def delete(self, kind: OwnedKind, *, namespace: str, name: str) -> None: ...

@@ -103,9 +103,14 @@ class Nominator:
     def _pending(self, pod: str, node: str) -> Nomination | None:
         """The nomination of ``node`` for ``pod`` if the pod still waits for a node and no other component nominated
         it (KEP-5278: whoever sets a pod's nominatedNodeName owns it), else None. Only pods kube-scheduler offers us
-        (their ``schedulerName``): a gang may list a pod another scheduler places, and its nomination is not ours."""
+        (their ``schedulerName``): a gang may list a pod another scheduler places, and its nomination is not ours.
+        Not a pod still gated (by Grove's gate: no other is planned): Grove lifts it moments later and kube-scheduler
+        pops the pod at once, so the nomination would land about when it no longer helps, and in Grove's flow the
+        write cost the API server more than it saved kube-scheduler (bench_e2e --grove-flow, docs/bench_e2e.md)."""
         stored = self._store.pod(pod)
         if stored is None or stored.spec.nodeName or not stored.metadata.uid or not self._store.offered(stored):
+            return None
+        if stored.gated and node:
             return None
         theirs = stored.status.nominatedNodeName
         if node and theirs and theirs != node and theirs != self._shown.get(pod) and pod not in self._in_flight:

@@ -72,8 +72,8 @@ def lift_gates(
     def lift(item: tuple[KubeObject, list[KubeObject]]) -> None:
         pod, remaining = item
         meta = pod["metadata"]
-        # Gates can only be removed, so lifting the last one needs no precondition: the extender nominates a
-        # gang's pods while Grove's gate is being lifted, and each nomination made a conditional lift a conflict.
+        # Gates can only be removed, so lifting the last one needs no precondition: any status write since the
+        # pass read the pod (another controller's, a nomination) would otherwise make the lift a conflict.
         version = meta["resourceVersion"] if remaining else None
         api.set_pod_scheduling_gates(meta["namespace"], meta["name"], gates=remaining, resource_version=version)
         pod["spec"]["schedulingGates"] = remaining  # what the status computed later in this pass must see

@@ -279,3 +279,14 @@ def test_a_member_another_scheduler_places_is_never_nominated() -> None:
     h.settle()
     assert theirs.key not in h.writer.nominated_nodes()
     assert {p.key for p in pods[:3]} <= h.writer.nominated_nodes().keys()
+
+
+def test_a_member_still_held_by_groves_gate_is_planned_but_not_nominated() -> None:
+    # Grove's flow: planned as soon as the PodGang exists, while Grove's gate is lifted pod by pod; kube-scheduler
+    # pops each pod the moment its gate goes, so a nomination would only cost the API server a write.
+    pods, pg = gang("train", workers=4, gpus=4)
+    gated = [pod(p.metadata.name, gang="train", gpus=4, gated=True) for p in pods]
+    h = harness(nodes=_cluster(), pods=gated, podgangs=[pg])
+    h.settle()
+    assert len(_plan(h, "default/train")) == 4
+    assert h.writer.nominations == []
