@@ -226,6 +226,12 @@ class OwnedCache:
             store = self._stores[kind]
             if event_type == "DELETED":
                 store.remove(key)
+                entry = self._written.get((kind, key))
+                # Our last write of it is older than its deletion (the write that released its last finalizer, say):
+                # it is gone. One newer than the deletion is the object made again under its name: kept.
+                gone = _version(obj)
+                if entry is not None and (entry.version is None or gone is None or entry.version <= gone):
+                    self._forget(kind, key)
             else:
                 store.put(_slim(obj))
             self._retire(kind, [key])

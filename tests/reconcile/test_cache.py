@@ -121,3 +121,19 @@ def test_passes_on_a_watch_that_never_delivers_make_each_object_once() -> None:
         assert pods == {"multinode-aggregated-0": 4, "multinode-aggregated-0-model-instance-0": 4}
         assert len(server.objects(PODGANGS)) == 2
         assert writes[0] > 0 and writes[2] == 0, writes
+
+
+def test_an_object_our_write_let_go_of_is_gone_once_the_watch_deletes_it() -> None:
+    # Releasing the last finalizer of an object being deleted is a write whose answer is the object; the watch then
+    # deletes it. Read as gone, not as the answer: a pass waits for it to be gone before making it again.
+    cache, _ = _cache(_pod("b", 6, deletionTimestamp="2026-11-29T00:00:00Z"))
+    cache.wrote("Pod", _pod("b", 9, deletionTimestamp="2026-11-29T00:00:00Z"))
+    cache.handler("Pod").on_event("DELETED", _pod("b", 10))
+    assert _names(cache) == [] and cache.pending() == 0
+
+
+def test_an_object_made_again_after_the_deletion_the_watch_reports_stays() -> None:
+    cache, _ = _cache(_pod("b", 6))
+    cache.wrote("Pod", _pod("b", 12))  # made again under its name after the deletion at 10
+    cache.handler("Pod").on_event("DELETED", _pod("b", 10))
+    assert _names(cache) == ["b"]
