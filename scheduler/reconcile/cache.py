@@ -35,6 +35,7 @@ __all__ = ["OVERLAY_SECONDS", "OwnedCache"]
 # else deleted while our watch was down is not believed present for long.
 OVERLAY_SECONDS = 120.0
 
+_GONE_KEPT = 10_000  # deletions remembered before the expired ones are swept out
 _Key = tuple[str, str]  # namespace, name
 
 
@@ -114,6 +115,10 @@ class OwnedCache:
         self._stores = {kind: _KindStore() for kind in kinds}
         self._written: dict[tuple[str, _Key], _Written] = {}
         self._written_sets: dict[tuple[str, str, str], set[str]] = {}  # (kind, namespace, part-of) → names written
+        # Deletions the watch reported lately: (kind, key) → (its resourceVersion, until when it is kept). A write's
+        # answer can reach us after the watch reported the object deleted (releasing its last finalizer deletes it):
+        # such an answer must not bring it back.
+        self._gone: dict[tuple[str, _Key], tuple[int | None, float]] = {}
         self._clock = clock
         self._lock = threading.Lock()
 
@@ -147,6 +152,8 @@ class OwnedCache:
             return
         stored = _slim(_copy(obj))
         with self._lock:
+            if self._deleted_since(kind, _key(stored), _version(stored)):
+                return
             self._forget(kind, _key(stored))
             self._written[(kind, _key(stored))] = _Written(stored, _version(stored), self._clock() + OVERLAY_SECONDS)
             if (part_of := _part_of(stored)) is not None:
@@ -173,6 +180,13 @@ class OwnedCache:
             return len(self._written)
 
     # --- under the lock ----------------------------------------------------------------------------------
+
+    def _deleted_since(self, kind: str, key: _Key, version: int | None) -> bool:
+        """The watch reported the object deleted at or after ``version``."""
+        gone = self._gone.get((kind, key))
+        if gone is None or self._clock() >= gone[1]:
+            return False
+        return version is None or gone[0] is None or version <= gone[0]
 
     def _forget(self, kind: str, key: _Key) -> None:
         entry = self._written.pop((kind, key), None)
@@ -232,7 +246,12 @@ class OwnedCache:
                 gone = _version(obj)
                 if entry is not None and (entry.version is None or gone is None or entry.version <= gone):
                     self._forget(kind, key)
+                now = self._clock()
+                if len(self._gone) >= _GONE_KEPT:
+                    self._gone = {k: v for k, v in self._gone.items() if v[1] > now}
+                self._gone[(kind, key)] = (gone, now + OVERLAY_SECONDS)
             else:
+                self._gone.pop((kind, key), None)
                 store.put(_slim(obj))
             self._retire(kind, [key])
 

@@ -137,3 +137,13 @@ def test_an_object_made_again_after_the_deletion_the_watch_reports_stays() -> No
     cache.wrote("Pod", _pod("b", 12))  # made again under its name after the deletion at 10
     cache.handler("Pod").on_event("DELETED", _pod("b", 10))
     assert _names(cache) == ["b"]
+
+
+def test_a_write_answered_after_the_watch_deleted_the_object_does_not_bring_it_back() -> None:
+    # The same release, the other way round: the watch reports the deletion before the PUT's answer reaches us.
+    cache, _ = _cache(_pod("b", 6, deletionTimestamp="2026-11-29T00:00:00Z"))
+    cache.handler("Pod").on_event("DELETED", _pod("b", 10))
+    cache.wrote("Pod", _pod("b", 9, deletionTimestamp="2026-11-29T00:00:00Z"))
+    assert _names(cache) == [] and cache.pending() == 0
+    cache.wrote("Pod", _pod("b", 11))  # made again after the deletion: shown
+    assert _names(cache) == ["b"]
