@@ -23,10 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from api.grove import LABEL_PART_OF
 from scheduler.kube.decoding import EventType
+from scheduler.kube.json_copy import json_copy
 from scheduler.reconcile.client import KubeObject
 
 __all__ = ["OVERLAY_SECONDS", "OwnedCache"]
@@ -57,16 +57,6 @@ def _version(obj: KubeObject | None) -> int | None:
         return int(raw)
     except (TypeError, ValueError):
         return None
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON data: a few times cheaper than ``copy.deepcopy``, which keeps a memo for cycles JSON
-    cannot have; reads copy every object they return."""
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
 
 
 def _slim(obj: KubeObject) -> KubeObject:
@@ -136,7 +126,7 @@ class OwnedCache:
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         with self._lock:
             found = self._resolve(kind, (namespace, name))
-            return _copy(found) if found is not None else None
+            return json_copy(found) if found is not None else None
 
     def list(self, kind: str, *, namespace: str, part_of: str) -> list[KubeObject]:
         with self._lock:
@@ -144,13 +134,13 @@ class OwnedCache:
                 (kind, namespace, part_of), set()
             )
             found = (self._resolve(kind, (namespace, name)) for name in sorted(names))
-            return [_copy(obj) for obj in found if obj is not None and _part_of(obj) == part_of]
+            return [json_copy(obj) for obj in found if obj is not None and _part_of(obj) == part_of]
 
     def wrote(self, kind: str, obj: KubeObject) -> None:
         """The API server's answer to our create, update or patch of ``obj``."""
         if kind not in self._stores or not isinstance(obj.get("metadata"), dict):
             return
-        stored = _slim(_copy(obj))
+        stored = _slim(json_copy(obj))
         with self._lock:
             if self._deleted_since(kind, _key(stored), _version(stored)):
                 return

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Literal, TypeVar, get_args
 
 from api.grove import LABEL_PART_OF
+from scheduler.kube.json_copy import json_copy
 from scheduler.kube.memory.resources import CORE_EVENTS, PODS, RESOURCES, StatusError
 from scheduler.kube.memory.store import Entry, Store
 from scheduler.reconcile.client import (
@@ -39,13 +40,6 @@ _T = TypeVar("_T")
 _RESOURCE_OF: dict[str, str] = {
     spec.kind: key for key, spec in RESOURCES.items() if spec.kind != "Event" or key == CORE_EVENTS
 }
-
-
-def _clone(value: _T) -> _T:
-    """A deep copy of JSON data (every object here is one); faster than ``copy.deepcopy`` for it, and a reconcile pass
-    copies every object it reads (``python -m benchmarks.bench_reconcile``; figures in docs/README.md)."""
-    copied: _T = json.loads(json.dumps(value))
-    return copied
 
 
 def _refused(err: StatusError) -> ApiError:
@@ -113,7 +107,7 @@ class InMemoryApi:
         """Create or update (spec and metadata; generation bumps on spec change), like ``kubectl apply``. An object
         of a kind the API does not serve is ignored (a dry run's input may hold anything beside PodCliqueSets)."""
         resource = _RESOURCE_OF.get(obj["kind"])
-        return _clone(self.store.apply(obj, resource=resource) if resource else obj)
+        return json_copy(self.store.apply(obj, resource=resource) if resource else obj)
 
     def remove(self, kind: str, *, namespace: str, name: str) -> None:
         """Delete any object, with the garbage collector's cascade to objects it controls. An object with
@@ -146,10 +140,10 @@ class InMemoryApi:
     # --- ReconcileApi --------------------------------------------------------------------------------------
 
     def list_podcliquesets(self) -> list[KubeObject]:
-        return _clone(self.of_kind("PodCliqueSet"))
+        return json_copy(self.of_kind("PodCliqueSet"))
 
     def get_podcliqueset(self, namespace: str, name: str) -> KubeObject | None:
-        return _clone(self.objects.get(("PodCliqueSet", namespace, name)))
+        return json_copy(self.objects.get(("PodCliqueSet", namespace, name)))
 
     def patch_podcliqueset_status(self, namespace: str, name: str, *, status: KubeObject) -> None:
         current = self._get("PodCliqueSet", namespace, name)
@@ -158,10 +152,10 @@ class InMemoryApi:
         self._log("patch-status", current)
 
     def get_topology_binding(self, name: str) -> KubeObject | None:
-        return _clone(self.objects.get(("ClusterTopologyBinding", "", name)))
+        return json_copy(self.objects.get(("ClusterTopologyBinding", "", name)))
 
     def get_resource_claim_template(self, namespace: str, name: str) -> KubeObject | None:
-        return _clone(self.objects.get(("ResourceClaimTemplate", namespace, name)))
+        return json_copy(self.objects.get(("ResourceClaimTemplate", namespace, name)))
 
     def list_owned(self, kind: OwnedKind, *, namespace: str, part_of: str) -> list[KubeObject]:
         items, _, _ = self.store.page(
@@ -175,7 +169,7 @@ class InMemoryApi:
         stored = self._call(lambda: self.store.create(_RESOURCE_OF[obj["kind"]], obj["metadata"]["namespace"], body))
         self.created.append(json.loads(sent))
         self._log("create", stored)
-        return _clone(stored)
+        return json_copy(stored)
 
     def replace(self, obj: KubeObject) -> KubeObject:
         meta, kind = obj["metadata"], obj["kind"]
@@ -184,7 +178,7 @@ class InMemoryApi:
         current = self._get(kind, meta["namespace"], meta["name"])
         stored = self._call(lambda: self.store.replace(_RESOURCE_OF[kind], current, obj))
         self._log("replace", stored)
-        return _clone(stored)
+        return json_copy(stored)
 
     def patch_status(
         self, kind: StatusKind, *, namespace: str, name: str, status: KubeObject, resource_version: str
@@ -193,13 +187,13 @@ class InMemoryApi:
         patch = {"metadata": {"resourceVersion": resource_version}, "status": status}
         stored = self._call(lambda: self.store.patch(_RESOURCE_OF[kind], current, patch, subresource="status"))
         self._log("patch-status", stored)
-        return _clone(stored)
+        return json_copy(stored)
 
     def set_pod_scheduling_gates(
         self, namespace: str, name: str, *, gates: list[KubeObject], resource_version: str | None
     ) -> None:
         current = self._get("Pod", namespace, name)
-        patch: KubeObject = {"spec": {"schedulingGates": _clone(gates)}}
+        patch: KubeObject = {"spec": {"schedulingGates": json_copy(gates)}}
         if resource_version is not None:
             patch["metadata"] = {"resourceVersion": resource_version}
         stored = self._call(lambda: self.store.patch(PODS, current, patch, subresource=None))
