@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from api.grove import LABEL_PART_OF
 from scheduler.kube.decoding import EventType
@@ -64,6 +65,17 @@ def _slim(obj: KubeObject) -> KubeObject:
     return obj
 
 
+def _index(index: dict[Any, set[str]], at: Any, name: str) -> None:
+    index.setdefault(at, set()).add(name)
+
+
+def _unindex(index: dict[Any, set[str]], at: Any, name: str) -> None:
+    names = index.get(at, set())
+    names.discard(name)
+    if not names:
+        index.pop(at, None)
+
+
 @dataclass
 class _Written:
     """Our write's answer (``None``: we deleted it) and when it stops counting."""
@@ -86,15 +98,12 @@ class _KindStore:
         key = _key(obj)
         self.objects[key] = obj
         if (part_of := _part_of(obj)) is not None:
-            self.by_set.setdefault((key[0], part_of), set()).add(key[1])
+            _index(self.by_set, (key[0], part_of), key[1])
 
     def remove(self, key: _Key) -> None:
         old = self.objects.pop(key, None)
         if old is not None and (part_of := _part_of(old)) is not None:
-            names = self.by_set.get((key[0], part_of), set())
-            names.discard(key[1])
-            if not names:
-                self.by_set.pop((key[0], part_of), None)
+            _unindex(self.by_set, (key[0], part_of), key[1])
 
 
 class OwnedCache:
@@ -105,9 +114,9 @@ class OwnedCache:
         self._stores = {kind: _KindStore() for kind in kinds}
         self._written: dict[tuple[str, _Key], _Written] = {}
         self._written_sets: dict[tuple[str, str, str], set[str]] = {}  # (kind, namespace, part-of) → names written
-        # Deletions the watch reported lately: (kind, key) → (its resourceVersion, until when it is kept). A write's
-        # answer can reach us after the watch reported the object deleted (releasing its last finalizer deletes it):
-        # such an answer must not bring it back.
+        # Deletions the watch reported lately: (kind, key) → (its resourceVersion, until when it is kept). Our write
+        # of an object no newer than its deletion is retired by it, whichever reached us first (releasing the last
+        # finalizer of an object being deleted is a write whose answer may come after the watch's DELETED).
         self._gone: dict[tuple[str, _Key], tuple[int | None, float]] = {}
         self._clock = clock
         self._lock = threading.Lock()
@@ -141,13 +150,12 @@ class OwnedCache:
         if kind not in self._stores or not isinstance(obj.get("metadata"), dict):
             return
         stored = _slim(json_copy(obj))
+        key = _key(stored)
         with self._lock:
-            if self._deleted_since(kind, _key(stored), _version(stored)):
-                return
-            self._forget(kind, _key(stored))
-            self._written[(kind, _key(stored))] = _Written(stored, _version(stored), self._clock() + OVERLAY_SECONDS)
+            self._forget(kind, key)
+            self._written[(kind, key)] = _Written(stored, _version(stored), self._clock() + OVERLAY_SECONDS)
             if (part_of := _part_of(stored)) is not None:
-                self._written_sets.setdefault((kind, _key(stored)[0], part_of), set()).add(_key(stored)[1])
+                _index(self._written_sets, (kind, key[0], part_of), key[1])
 
     def deleted(self, kind: str, namespace: str, name: str, answer: KubeObject | None) -> None:
         """Our delete went through. An object still there (a finalizer, a pod's grace period) is what the answer
@@ -181,22 +189,21 @@ class OwnedCache:
     def _forget(self, kind: str, key: _Key) -> None:
         entry = self._written.pop((kind, key), None)
         if entry is not None and entry.obj is not None and (part_of := _part_of(entry.obj)) is not None:
-            names = self._written_sets.get((kind, key[0], part_of), set())
-            names.discard(key[1])
-            if not names:
-                self._written_sets.pop((kind, key[0], part_of), None)
+            _unindex(self._written_sets, (kind, key[0], part_of), key[1])
 
     def _resolve(self, kind: str, key: _Key) -> KubeObject | None:
         cached = self._stores[kind].objects.get(key)
         entry = self._written.get((kind, key))
         if entry is None:
             return cached
-        if self._confirmed(entry, cached):
+        if self._confirmed(kind, key, entry, cached):
             self._forget(kind, key)
             return cached
         return entry.obj
 
-    def _confirmed(self, entry: _Written, cached: KubeObject | None) -> bool:
+    def _confirmed(self, kind: str, key: _Key, entry: _Written, cached: KubeObject | None) -> bool:
+        """The watch has caught up with our write: it shows the object at the same or a newer version, or (for a
+        delete, or a write the deletion followed, in either order of arrival) it reported it deleted since."""
         if self._clock() >= entry.until:
             return True
         if entry.obj is None:  # a tombstone: the watch took the object away, or brought one made since
@@ -204,6 +211,8 @@ class OwnedCache:
                 return True
             seen = _version(cached)
             return seen is not None and entry.version is not None and seen > entry.version
+        if cached is None and self._deleted_since(kind, key, entry.version):
+            return True
         seen = _version(cached)
         return seen is not None and entry.version is not None and seen >= entry.version
 
@@ -212,7 +221,7 @@ class OwnedCache:
         store = self._stores[kind]
         for key in keys:
             entry = self._written.get((kind, key))
-            if entry is not None and self._confirmed(entry, store.objects.get(key)):
+            if entry is not None and self._confirmed(kind, key, entry, store.objects.get(key)):
                 self._forget(kind, key)
 
     def _listed(self, kind: str, objects: Sequence[KubeObject]) -> None:
@@ -230,16 +239,10 @@ class OwnedCache:
             store = self._stores[kind]
             if event_type == "DELETED":
                 store.remove(key)
-                entry = self._written.get((kind, key))
-                # Our last write of it is older than its deletion (the write that released its last finalizer, say):
-                # it is gone. One newer than the deletion is the object made again under its name: kept.
-                gone = _version(obj)
-                if entry is not None and (entry.version is None or gone is None or entry.version <= gone):
-                    self._forget(kind, key)
                 now = self._clock()
                 if len(self._gone) >= _GONE_KEPT:
                     self._gone = {k: v for k, v in self._gone.items() if v[1] > now}
-                self._gone[(kind, key)] = (gone, now + OVERLAY_SECONDS)
+                self._gone[(kind, key)] = (_version(obj), now + OVERLAY_SECONDS)
             else:
                 self._gone.pop((kind, key), None)
                 store.put(_slim(obj))
