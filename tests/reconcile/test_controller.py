@@ -340,22 +340,3 @@ def test_live_reconciler_caps_replicas_and_ignores_a_scale_beyond_the_limit(capl
     _converged(api)
     assert pod_names(api) == before  # the template's 3 workers stay; the count is ignored and said so
     assert "ignoring replicas kind=PodClique name=multinode-aggregated-0-model-instance-0-worker" in caplog.text
-
-
-def test_a_gang_gets_no_new_pod_while_a_pod_of_an_older_template_is_still_terminating() -> None:
-    # OnDelete, the template changed, and a user deletes a gang's pods one by one: the first is gone while another
-    # is still terminating on the old template. No replacement yet (it would put both templates in one gang); once
-    # the old pod is gone, the gang is made whole on the new template.
-    document = example("multinode-aggregated")
-    document["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    api = _converged(cluster(document))
-    gang_of = lambda pod: pod["metadata"]["labels"]["grove.io/podgang"]  # noqa: E731
-    first, second = [p for p in api.of_kind("Pod") if gang_of(p) == "multinode-aggregated-0"][:2]
-    second["metadata"]["labels"]["grove.io/pod-template-hash"] = "an-older-template"
-    second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    api.remove("Pod", namespace=NS, name=first["metadata"]["name"])
-    reconciler(api, seed=2).reconcile(NS, "multinode-aggregated")
-    assert sum(1 for p in api.of_kind("Pod") if gang_of(p) == "multinode-aggregated-0") == 3  # nothing made yet
-    api.remove("Pod", namespace=NS, name=second["metadata"]["name"])
-    _converged(api, seed=3)
-    assert sum(1 for p in api.of_kind("Pod") if gang_of(p) == "multinode-aggregated-0") == 4
