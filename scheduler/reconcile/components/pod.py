@@ -138,14 +138,6 @@ class Pods:
                     del by_clique[fqn][index]
             if held:
                 log.info("replacing gangs pcs=%s/%s replica=%d", namespace, pcs.metadata.name, replacing)
-        # A gang with a pod of an older template still terminating gets no new pod until it is gone: a pass between a
-        # user's deletions of a gang's pods (kubectl delete -l ... deletes them one by one) would otherwise put the new
-        # template beside the old in one gang, and the reconciler now reads its watch fast enough to land in that gap.
-        draining = {
-            (pod["metadata"].get("labels") or {}).get(LABEL_PODGANG)
-            for pod in pods
-            if is_terminating(pod) and _template(pod) != _template(_clique_of(pod, cliques, podcliques))
-        }
         result: dict[str, list[KubeObject]] = {}
         for fqn, plan in cliques.items():
             kept = by_clique[fqn]
@@ -157,7 +149,7 @@ class Pods:
                     self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                     writes += 1
                     del kept[_index(pod["metadata"]["labels"][LABEL_POD_INDEX]) or 0]
-            elif excess < 0 and podclique is not None and fqn not in held and plan.gang not in draining:
+            elif excess < 0 and podclique is not None and fqn not in held:
                 free = (index for index in range(plan.replicas + len(kept)) if index not in kept)
                 indices = [next(free) for _ in range(-excess)]  # lowest free indices first
                 # Names drawn here, in index order, so a seeded ``rng`` names the same pods however the creates
@@ -225,13 +217,6 @@ def _replaced_cliques(
         ):
             gangs.add(plan.gang)
     return {fqn for fqn, plan in cliques.items() if plan.gang in gangs}
-
-
-def _clique_of(
-    pod: Mapping[str, Any], cliques: Mapping[str, CliquePlan], podcliques: Mapping[str, KubeObject]
-) -> Mapping[str, Any]:
-    plan = cliques.get((pod["metadata"].get("labels") or {}).get(LABEL_PODCLIQUE, ""))
-    return podcliques.get(plan.fqn, pod) if plan is not None else pod
 
 
 def _template(obj: Mapping[str, Any]) -> str:
