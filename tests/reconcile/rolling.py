@@ -79,12 +79,13 @@ class Generations:
     def latest(self, pod: Pod) -> bool:
         return len(self.hashes) - 1 in self.of(pod)
 
-    def mixed(self, pods: Iterable[Pod]) -> list[str]:
-        """Every gang and PodCliqueSet replica whose live pods share no generation."""
+    def mixed(self, pods: Iterable[Pod], *, terminating: bool = False, replicas: bool = True) -> list[str]:
+        """Every gang and (with ``replicas``) PodCliqueSet replica whose live pods (with ``terminating``, also those
+        still running out their grace period) share no generation."""
         found: list[str] = []
-        for label in (LABEL_PODGANG, LABEL_PCS_REPLICA_INDEX):
+        for label in (LABEL_PODGANG, LABEL_PCS_REPLICA_INDEX) if replicas else (LABEL_PODGANG,):
             groups: dict[str, list[Pod]] = {}
-            for pod in live(pods):
+            for pod in list(pods) if terminating else live(pods):
                 groups.setdefault(pod["metadata"]["labels"][label], []).append(pod)
             for key, members in sorted(groups.items()):
                 if members and not frozenset.intersection(*(self.of(pod) for pod in members)):

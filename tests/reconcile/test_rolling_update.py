@@ -29,9 +29,11 @@ class Recorded(InMemoryApi):
     no gang or PodCliqueSet replica mixes templates, and, once ``guarded``, at most one replica is below
     ``minAvailable``. It keeps each state's ``kubectl get pcs`` row and the order in which replicas lost pods."""
 
-    def __init__(self, generations: Generations) -> None:
+    def __init__(self, generations: Generations, *, lingering: bool = False) -> None:
         super().__init__()
         self.generations = generations
+        self.lingering = lingering  # a deleted bound pod stays, terminating, until ``finish`` (its grace period)
+        self.replicas_whole = True  # no PodCliqueSet replica holds two templates (OnDelete lets one)
         self.guarded = False
         self.rows: list[dict[str, Any]] = []
         self.replaced: list[int] = []  # PCS replica of every pod deleted, in order
@@ -41,7 +43,8 @@ class Recorded(InMemoryApi):
         if entry.resource == PODS and entry.type == "DELETED":
             self.replaced.append(int(entry.obj["metadata"]["labels"][LABEL_PCS_REPLICA_INDEX]))
         pods = self.of_kind("Pod")
-        assert not self.generations.mixed(pods), self.generations.mixed(pods)
+        mixed = self.generations.mixed(pods, terminating=self.lingering, replicas=self.replicas_whole)
+        assert not mixed, mixed
         pcs = self.objects.get(PCS)
         if pcs is None:
             return
@@ -52,14 +55,29 @@ class Recorded(InMemoryApi):
         if not self.rows or self.rows[-1] != current:
             self.rows.append(current)
 
+    def delete(self, kind: Any, *, namespace: str, name: str) -> None:
+        stored = self.objects.get((kind, namespace, name))
+        if not (self.lingering and kind == "Pod" and stored is not None and stored["spec"].get("nodeName")):
+            super().delete(kind, namespace=namespace, name=name)
+        elif not stored["metadata"].get("deletionTimestamp"):
+            self._log("delete", stored)
+            stored["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # its containers still run
+
+    def terminating(self) -> list[str]:
+        return sorted(p["metadata"]["name"] for p in self.of_kind("Pod") if p["metadata"].get("deletionTimestamp"))
+
+    def finish(self, name: str) -> None:
+        """The kubelet has stopped the pod's containers: it goes."""
+        self.remove("Pod", namespace="default", name=name)
+
 
 def _pods_of(api: InMemoryApi, podclique: str) -> list[dict[str, Any]]:
     return [p for p in api.of_kind("Pod") if p["metadata"]["labels"]["grove.io/podclique"] == podclique]
 
 
-def _deployed(document: dict[str, Any]) -> tuple[Recorded, ClusterStandIn, Generations]:
+def _deployed(document: dict[str, Any], *, lingering: bool = False) -> tuple[Recorded, ClusterStandIn, Generations]:
     generations = Generations(document)
-    api = Recorded(generations)
+    api = Recorded(generations, lingering=lingering)
     api.apply(document)
     cluster = ClusterStandIn(api)
     _run(api, cluster)
@@ -73,7 +91,10 @@ def _run(api: Recorded, cluster: ClusterStandIn, *, seed: int = 1) -> None:
     for _ in range(100):
         before = len(api.writes)
         reconciler(api, seed).converge()
-        if not cluster.settle() and len(api.writes) == before:
+        finished = api.terminating()
+        for name in finished:
+            api.finish(name)
+        if not cluster.settle() and len(api.writes) == before and not finished:
             return
     raise AssertionError("no steady state after 100 rounds")
 
@@ -284,6 +305,33 @@ def test_on_delete_leaves_pods_until_deleted_and_reports_the_update_as_ended() -
     assert api.objects[PCS]["status"]["updateProgress"]["updatedPodCliquesCount"] == 1
 
 
+def test_on_delete_a_gang_deleted_pod_by_pod_comes_back_whole_once_its_last_old_pod_is_gone() -> None:
+    # kubectl delete -l grove.io/podgang=... deletes a gang's pods one request at a time, and each runs on through
+    # its grace period: a pass in between must not put the new template beside the old ones in the gang.
+    document = _training(2)
+    document["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    api, cluster, generations = _deployed(document, lingering=True)
+    changed = with_image(document, "worker", "training/worker:v2")
+    generations.add(changed)
+    api.apply(changed)
+    _run(api, cluster)
+    api.guarded = api.replicas_whole = False  # OnDelete lets a user take a gang down and its replica mix templates
+    gang = [p for p in api.of_kind("Pod") if p["metadata"]["labels"][LABEL_PODGANG] == "training-1-workers-0"]
+    old = sorted(p["metadata"]["name"] for p in gang)
+    for name in old:
+        api.delete("Pod", namespace="default", name=name)
+        reconciler(api).reconcile("default", "training")
+    for name in old:  # their grace periods end one by one
+        assert sorted(p["metadata"]["name"] for p in api.of_kind("Pod") if p["metadata"]["labels"][LABEL_PODGANG]
+                      == "training-1-workers-0") == sorted(set(old) & set(api.terminating()))  # fmt: skip
+        api.finish(name)
+        reconciler(api).reconcile("default", "training")
+    _run(api, cluster)
+    back = [p for p in api.of_kind("Pod") if p["metadata"]["labels"][LABEL_PODGANG] == "training-1-workers-0"]
+    assert len(back) == len(old) and all(generations.latest(p) for p in back)
+    assert not set(old) & {p["metadata"]["name"] for p in back}
+
+
 def test_a_strategy_grove_does_not_have_is_refused_with_the_crds_message() -> None:
     document = _training(1)
     document["spec"]["updateStrategy"] = {"type": "Recreate"}
@@ -295,7 +343,9 @@ def test_a_strategy_grove_does_not_have_is_refused_with_the_crds_message() -> No
     ]
 
 
-_ACTIONS = st.lists(st.sampled_from(["reconcile", "reconcile", "schedule", "start", "start", "change"]), max_size=40)
+_ACTIONS = st.lists(
+    st.sampled_from(["reconcile", "reconcile", "schedule", "start", "start", "finish", "finish", "change"]), max_size=40
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -303,11 +353,12 @@ _ACTIONS = st.lists(st.sampled_from(["reconcile", "reconcile", "schedule", "star
 def test_every_interleaving_of_passes_binds_readiness_and_edits_rolls_out_without_mixing(
     actions: list[str], seed: int, replicas: int
 ) -> None:
-    # The cluster's timings vary: passes of the reconciler, gangs the scheduler binds, pods the kubelet starts, and
-    # the user's edits (up to three, to any clique) land in any order. At every write no gang or replica mixes
-    # templates and at most one replica is below minAvailable; in the end every replica is on the last template.
+    # The cluster's timings vary: passes of the reconciler, gangs the scheduler binds, pods the kubelet starts, pods
+    # whose grace period ends (a deleted bound pod runs on until then), and the user's edits (up to three, to any
+    # clique) land in any order. At every write no gang or replica holds two templates, terminating pods counted,
+    # and at most one replica is below minAvailable; in the end every replica is on the last template.
     choose = random.Random(seed)
-    api, cluster, generations = _deployed(_training(replicas))
+    api, cluster, generations = _deployed(_training(replicas), lingering=True)
     cliques = ["parameter-server", "coordinator", "worker"]
     edits = 0
     for action in actions:
@@ -317,6 +368,8 @@ def test_every_interleaving_of_passes_binds_readiness_and_edits_rolls_out_withou
             cluster.schedule(choose.choice(gangs))
         elif action == "start" and (starting := cluster.starting()):
             cluster.start(choose.choice(starting))
+        elif action == "finish" and (terminating := api.terminating()):
+            api.finish(choose.choice(terminating))
         elif action == "change" and edits < 3:
             edits += 1
             changed = with_image(generations.document, choose.choice(cliques), f"image:v{edits}")

@@ -8,8 +8,10 @@ pending, not ready, of an old template, newest first — the pods that cost leas
 
 A rolling update replaces the PCS replica it has reached gang by gang, each gang whole: every pod of a gang holding
 a pod of another template than its PodClique's is deleted at once, and the gang's pods are created again, together,
-only once none of the old ones is left (not even terminating). So old and new pods never share a gang, the new
-PodGang is placed whole, and its capacity is free when it is. (Grove replaces a standalone PodClique's pods one at a
+only once none of the old ones is left (not even terminating), and none of the replica's gangs is before every
+old pod of the replica is gone. So old and new pods never share a gang or a replica, the new PodGang is placed
+whole, and its capacity is free when it is. Under OnDelete, a gang with an old pod still terminating gets no new
+pod either (nor does its replica), so a gang a user deletes comes back whole on the new template. (Grove replaces a standalone PodClique's pods one at a
 time, so its base PodGang holds both templates for a while; its scaling-group replicas are recreated whole, as here.)
 """
 
@@ -127,17 +129,15 @@ class Pods:
             elif not is_terminating(pod):
                 self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                 writes += 1
-        held: set[str] = set()  # PodCliques of gangs being replaced: no pod is created for them in this pass
-        if replacing is not None:
-            held = _replaced_cliques(cliques, podcliques=podcliques, pods=pods, replica=replacing)
+        held, waiting = _replaced_cliques(cliques, podcliques=podcliques, pods=pods, replica=replacing)
+        if held:
             for fqn in sorted(held):
                 for index, pod in list(by_clique[fqn].items()):
                     if not is_terminating(pod):
                         self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                         writes += 1
                     del by_clique[fqn][index]
-            if held:
-                log.info("replacing gangs pcs=%s/%s replica=%d", namespace, pcs.metadata.name, replacing)
+            log.info("replacing gangs pcs=%s/%s replica=%s", namespace, pcs.metadata.name, replacing)
         result: dict[str, list[KubeObject]] = {}
         for fqn, plan in cliques.items():
             kept = by_clique[fqn]
@@ -149,7 +149,7 @@ class Pods:
                     self.api.delete("Pod", namespace=namespace, name=pod["metadata"]["name"])
                     writes += 1
                     del kept[_index(pod["metadata"]["labels"][LABEL_POD_INDEX]) or 0]
-            elif excess < 0 and podclique is not None and fqn not in held:
+            elif excess < 0 and podclique is not None and fqn not in waiting:
                 free = (index for index in range(plan.replicas + len(kept)) if index not in kept)
                 indices = [next(free) for _ in range(-excess)]  # lowest free indices first
                 # Names drawn here, in index order, so a seeded ``rng`` names the same pods however the creates
@@ -201,22 +201,35 @@ class Pods:
 
 
 def _replaced_cliques(
-    cliques: Mapping[str, CliquePlan], *, podcliques: Mapping[str, KubeObject], pods: list[KubeObject], replica: int
-) -> set[str]:
-    """The PodCliques of every gang of PCS replica ``replica`` that still holds a pod, terminating or not, of
-    another template than its PodClique's: those gangs are replaced whole."""
-    gangs: set[str] = set()
+    cliques: Mapping[str, CliquePlan],
+    *,
+    podcliques: Mapping[str, KubeObject],
+    pods: list[KubeObject],
+    replica: int | None,
+) -> tuple[set[str], set[str]]:
+    """(the PodCliques whose pods go: every gang of PCS replica ``replica``, the one a rolling update is replacing,
+    that still holds a pod of another template than its PodClique's; the PodCliques that get no new pod in this
+    pass: those, and every PodClique of a PCS replica that still holds a pod of another template, terminating, or
+    any such pod if it is the replica being replaced).
+
+    Waiting for the old pods to be *gone*, not only deleted, is what keeps two templates from running side by side:
+    a deleted pod runs until its grace period ends, the replica's gangs rarely finish terminating together, and an
+    update restarted on a newer template may not have picked its replica yet in the pass that sees them go. It also
+    covers OnDelete, where a user deletes a gang's pods one request at a time: the gang comes back whole, on the new
+    template, once its last old pod is gone."""
+    replaced: set[str] = set()
+    waiting_replicas: set[int] = set()
     for pod in pods:
         plan = cliques.get((pod["metadata"].get("labels") or {}).get(LABEL_PODCLIQUE, ""))
         podclique = podcliques.get(plan.fqn) if plan is not None else None
-        if (
-            plan is not None
-            and podclique is not None
-            and plan.pcs_replica == replica
-            and _template(pod) != _template(podclique)
-        ):
-            gangs.add(plan.gang)
-    return {fqn for fqn, plan in cliques.items() if plan.gang in gangs}
+        if plan is None or podclique is None or _template(pod) == _template(podclique):
+            continue
+        if plan.pcs_replica == replica:
+            replaced.add(plan.gang)
+        if plan.pcs_replica == replica or is_terminating(pod):
+            waiting_replicas.add(plan.pcs_replica)
+    held = {fqn for fqn, plan in cliques.items() if plan.gang in replaced}
+    return held, {fqn for fqn, plan in cliques.items() if plan.pcs_replica in waiting_replicas}
 
 
 def _template(obj: Mapping[str, Any]) -> str:
