@@ -6,7 +6,9 @@
   it), any other init container counts as done — then its containers start and, ``ready_after`` seconds later
   (a readiness probe's first success), the pod is ``Running`` and ``Ready``. So startup order is what initc makes it.
 - A bound pod being deleted (``deletionTimestamp``) is finalized: the kubelet deletes it with grace period 0 once
-  its containers are stopped, which is what lets a graceful delete (preemption, scale-in) finish.
+  its containers are stopped, which is what lets a graceful delete (preemption, scale-in) finish. Stopping takes
+  ``stop_after`` seconds (a container's SIGTERM handler), never none: a real pod runs on for a while after its
+  delete, and a controller that acts on a pod's being *gone* must see that window.
 - ``crash(namespace, name)`` reports what a kubelet reports when a container exits 1 and is restarted.
 
 Pods in namespaces listed in ``quiet`` are bound but never run (scale scenarios and benchmarks, where thousands
@@ -42,11 +44,14 @@ def _now() -> str:
 class Kubelet(Agent):
     name = "kubelet"
 
-    def __init__(self, api: Api, *, folder: Path, start_initc: StartInitc, ready_after: float = 1.0) -> None:
+    def __init__(
+        self, api: Api, *, folder: Path, start_initc: StartInitc, ready_after: float = 1.0, stop_after: float = 1.0
+    ) -> None:
         """``start_initc(name, args, kubeconfig)`` starts ``grove-extender initc ARGS`` with that kubeconfig."""
         super().__init__(api)
         self.folder = folder
         self.ready_after = ready_after
+        self.stop_after = stop_after
         self.quiet: set[str] = set()
         self._start_initc = start_initc
         self._running: dict[str, asyncio.Task[Any]] = {}  # uid → the task that runs it (kept once done)
@@ -91,6 +96,8 @@ class Kubelet(Agent):
     async def _finalize(self, pod: dict[str, Any]) -> None:
         assert self.client is not None
         meta = pod["metadata"]
+        if meta["namespace"] not in self.quiet:  # quiet pods never ran: nothing to stop
+            await asyncio.sleep(self.stop_after)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
                 "preconditions": {"uid": meta["uid"]}}  # fmt: skip
         path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
