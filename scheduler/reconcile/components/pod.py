@@ -7,12 +7,12 @@ does); scale-in removes pods in Grove's deletion order (``deletionsort.go``): te
 pending, not ready, of an old template, newest first — the pods that cost least to lose go first.
 
 A rolling update replaces the PCS replica it has reached gang by gang, each gang whole: every pod of a gang holding
-a pod of another template than its PodClique's is deleted at once, and the gang's pods are created again, together,
-only once none of the old ones is left (not even terminating), and none of the replica's gangs is before every
-old pod of the replica is gone. So old and new pods never share a gang or a replica, the new PodGang is placed
-whole, and its capacity is free when it is. Under OnDelete, a gang with an old pod still terminating gets no new
-pod either (nor does its replica), so a gang a user deletes comes back whole on the new template. (Grove replaces a standalone PodClique's pods one at a
-time, so its base PodGang holds both templates for a while; its scaling-group replicas are recreated whole, as here.)
+a pod of another template than its PodClique's is deleted at once, and no pod of the replica is created again until
+every old pod of it is gone (not only terminating). So old and new pods never share a gang or a replica, the new
+PodGangs are placed whole, and their capacity is free when they are. Under OnDelete, a replica with an old pod still
+terminating gets no new pod either, so a gang a user deletes comes back whole on the new template. (Grove replaces
+a standalone PodClique's pods one at a time, so its base PodGang holds both templates for a while; its
+scaling-group replicas are recreated whole, as here.)
 """
 
 from __future__ import annotations
