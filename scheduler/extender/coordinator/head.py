@@ -149,10 +149,10 @@ class HeadPlanner:
         view = ClusterView(topology=self._topologies.get(self._store), free=free)
         started = time.perf_counter()
         batch = plan_batch([w.gang.request for w in waiting], view, self._options, size=self._size)
+        took = time.perf_counter() - started
         self._metrics.queue_heads.inc()
-        if batch.objective_parts.get("models"):
-            self._metrics.batch_models.inc()
-        self._metrics.solve_seconds.observe(time.perf_counter() - started)
+        self._metrics.solved("head", batch.objective_parts, took)
+        self._metrics.solve_seconds.observe(took)
         by_key = {w.ref.key: w for w in waiting}
         for key in batch.head:
             reasons[key] = self._commit(by_key[key], batch.results[key], now=now)
@@ -163,7 +163,7 @@ class HeadPlanner:
             sum(1 for key in batch.head if reasons[key] is None),
             batch.objective_parts.get("models", 0),
             batch.objective_parts.get("optimal", 0),
-            time.perf_counter() - started,
+            took,
         )
         return reasons.get(ref.key)
 

@@ -116,9 +116,20 @@ class CoordinatorMetrics:
             "Queue heads planned together (several waiting gangs at once); their gangs' plans count in plans_total.",
             registry=registry,
         )
-        self.batch_models = Counter(
-            "grove_extender_batch_models_total",
-            "CP-SAT models solved for queue heads (none when the greedy plan meets the head's lower bound).",
+        self.models = Counter(
+            "grove_extender_models_total",
+            "CP-SAT models solved (none when the greedy plan meets the lower bound), by path (head: a queue head of "
+            "waiting gangs planned together; gang: one gang planned when its pod was asked about) and by whether "
+            "the plan was proven optimal (false: the time limit ended the search, or the model saw only a "
+            "neighbourhood).",
+            ["path", "proven"],
+            registry=registry,
+        )
+        self.model_seconds = Histogram(
+            "grove_extender_model_seconds",
+            "Time a plan took when it needed a CP-SAT model, the model included, by path.",
+            ["path"],
+            buckets=_SOLVE_BUCKETS,
             registry=registry,
         )
         self.preemptions = Counter(
@@ -148,3 +159,9 @@ class CoordinatorMetrics:
         watch_events: Callable[[], Mapping[str, int]],
     ) -> None:
         self.registry.register(_StateGauges(gangs_by_state, reservations, watch_events))
+
+    def solved(self, path: str, parts: Mapping[str, float], seconds: float) -> None:
+        """A plan's models (``objective_parts``: ``models`` built, ``optimal`` proven) and time, when it built one."""
+        if parts.get("models"):
+            self.models.labels(path, "true" if parts.get("optimal") else "false").inc(parts["models"])
+            self.model_seconds.labels(path).observe(seconds)

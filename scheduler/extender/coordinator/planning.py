@@ -228,6 +228,7 @@ class Planner:
             )
             result = outcome.result
             self._metrics.solve_seconds.observe(result.solve_seconds)
+            self._metrics.solved("gang", result.objective_parts, result.solve_seconds)
             self._metrics.plans.labels(str(result.status)).inc()
             self._metrics.floor_mismatches.inc(result.objective_parts.get(FLOOR_MISMATCH, 0.0))
             if result.status == Status.PLACED:
