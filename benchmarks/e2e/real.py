@@ -58,11 +58,13 @@ from benchmarks.controlplane.assets import find_assets
 from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
+from benchmarks.controlplane.rest import Api
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, by_label, counters, labels_of, per_pod, short
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
+from benchmarks.e2e.mix import USED, Mix, mix_workload
 from benchmarks.e2e.processes import (
     Sampler,
     by_thread,
@@ -81,10 +83,31 @@ QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # both phases: the clien
 
 
 @dataclass
+class Uniform:
+    """The uniform queue: gangs of one group, alike."""
+
+    gangs: list[Gang]
+
+    @property
+    def size(self) -> int:
+        return sum(g.size for g in self.gangs)
+
+    def guaranteed(self) -> dict[str, list[tuple[set[str], int]]]:
+        return {g.name: [(set(g.pod_names()), g.size)] for g in self.gangs}
+
+    def create_queue(self, api: Api, namespace: str, *, scheduler: str, podgangs: bool = True) -> None:
+        create_gangs(api, namespace, [replace(g, scheduler=scheduler) for g in self.gangs], podgangs=podgangs)
+
+
+Queue = Uniform | Mix
+
+
+@dataclass
 class Phase:
     mode: str
     bound: int = 0
     total: int = 0
+    whole: int = 0  # gangs whose guaranteed pods were all bound
     seconds: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)  # process → CPU seconds over the drive
     api_counters: Counters = field(default_factory=dict)  # per bound pod
@@ -98,6 +121,7 @@ class Phase:
     planning_cpu: float = 0.0  # the extender's CPU seconds until then, from its start
     planning_by_thread: dict[str, float] = field(default_factory=dict)  # the same, by thread name
     planning_counters: Counters = field(default_factory=dict)  # the extender's counters then (totals)
+    final_counters: Counters = field(default_factory=dict)  # the extender's counters at the phase's end (totals)
 
     @property
     def pods_per_second(self) -> float:
@@ -140,6 +164,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help="with --grove-flow: flags added to grove-extender reconcile, e.g. '--workers 8 --qps 500 --burst 500'",
     )
+    real.add_argument(
+        "--mix",
+        action="store_true",
+        help="users' queue instead of uniform gangs (benchmarks.e2e.mix): gangs of 1-64 pods in 1-4 groups with "
+        "required and preferred packs, on a cluster 60%% used by another scheduler's pods",
+    )
+    real.add_argument("--seed", type=int, default=1, help="with --mix: the cluster's and the queue's draws")
     real.add_argument(
         "--required-pack",
         action="store_true",
@@ -192,6 +223,8 @@ def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seco
 
 PROFILE_SECONDS = 15.0
 """kube-scheduler's CPU profile covers this much of the drive's start (both phases last longer)."""
+STALL_SECONDS = 20.0
+"""With ``--mix``, a phase ends once nothing more was bound (or planned) for this long: some gangs cannot bind."""
 
 
 def _drive(
@@ -203,10 +236,12 @@ def _drive(
     label: str,
     profile: Path,
     create: Callable[[], None] | None = None,
+    stall: float | None = None,
 ) -> tuple[Child, float, float, BindTimes]:
     """Start kube-scheduler and wait until ``pods`` are bound; (scheduler, ready at, last bind at, watch).
     ``profile``: where to write kube-scheduler's CPU profile of the drive's first ``PROFILE_SECONDS``.
-    ``create``: the pods are created only once kube-scheduler is up, and the drive is timed from then (``--live``)."""
+    ``create``: the pods are created only once kube-scheduler is up, and the drive is timed from then (``--live``).
+    ``stall``: stop once nothing more was bound for that long (a queue some of which cannot bind)."""
     watch = BindTimes(plane.api, NAMESPACE)
     scheduler = start()
     ready = time.monotonic()
@@ -215,7 +250,12 @@ def _drive(
         create()
     with Progress(transient=True) as progress:
         task = progress.add_task(label, total=pods)
+        seen, changed = 0, time.monotonic()
         while watch.count() < pods and time.monotonic() - ready < deadline:
+            if watch.count() != seen:
+                seen, changed = watch.count(), time.monotonic()
+            elif stall is not None and seen and time.monotonic() - changed > stall:
+                break
             progress.update(task, completed=watch.count())
             time.sleep(0.5)
     watch.stop()
@@ -228,15 +268,21 @@ def _activity(profile: Path) -> dict[str, float]:
     return pprof.by_activity(pprof.parse(profile.read_bytes())) if profile.exists() else {}
 
 
-def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0) -> float:
+def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0, stall: float | None = None) -> float:
     """Until every gang is planned (or refused), read from the gangs-by-state gauge: ``/debug/gangs`` describes
-    every gang, and polling it would charge its own CPU to planning ahead."""
+    every gang, and polling it would charge its own CPU to planning ahead. With ``stall``: or until the states
+    have not changed for that long (gangs left waiting: deferred behind others, or room not made for them)."""
     started = time.monotonic()
     assert plane.extender is not None
+    last, changed = {}, started
     while time.monotonic() - started < deadline:
         states = by_label(plane.extender.metrics(), "grove_extender_gangs", "state")
         if states.get("Planned", 0) + states.get("Infeasible", 0) >= gangs:
             return time.monotonic() - started
+        if states != last:
+            last, changed = states, time.monotonic()
+        elif stall is not None and time.monotonic() - changed > stall:
+            return changed - started
         time.sleep(0.5)
     raise SystemExit(f"bench --real: gangs not planned within {deadline:g} s")
 
@@ -254,13 +300,14 @@ def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0) 
 
 
 def through_extender(
-    plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path, *, server: str = "builtin"
+    plane: ControlPlane, queue: Queue, args: argparse.Namespace, folder: Path, *, server: str = "builtin"
 ) -> Phase:
     """One phase through the extender, its verbs served by ``server`` (``serve --http-server``)."""
-    total = sum(g.size for g in gangs)
+    total = queue.size
     phase = Phase("extender" if server == "builtin" else f"extender/{server}", total=total)
+    stall = STALL_SECONDS if args.mix else None
     if not args.live:
-        create_gangs(plane.api, NAMESPACE, gangs)
+        queue.create_queue(plane.api, NAMESPACE, scheduler="grove")
     flags = ("--log-level=warning", f"--http-server={server}", *(("--no-nominate",) if args.no_nominate else ()))
     plane.start_extender(extra=flags)
     assert plane.extender is not None
@@ -272,7 +319,7 @@ def through_extender(
         else None
     )
     if not args.live:
-        phase.planning_seconds = _wait_planned(plane, len(gangs))
+        phase.planning_seconds = _wait_planned(plane, len(queue.guaranteed()), stall=stall)
         if not args.no_nominate:
             phase.planning_seconds += _wait_nominated(plane, total)
     phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
@@ -294,7 +341,8 @@ def through_extender(
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_scheduler(overrides=QPS), deadline=args.deadline,
         label=f"through the extender ({server})", profile=folder / f"scheduler-extender{suffix}.pb.gz",
-        create=(lambda: create_gangs(plane.api, NAMESPACE, gangs)) if args.live else None,
+        create=(lambda: queue.create_queue(plane.api, NAMESPACE, scheduler="grove")) if args.live else None,
+        stall=stall,
     )  # fmt: skip
     phase.scheduler_activity = _activity(folder / f"scheduler-extender{suffix}.pb.gz")
     scheduler_cpu = cpu_seconds(scheduler.pid)
@@ -312,7 +360,9 @@ def through_extender(
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
-    phase.extender_counters = per_pod(extender_before, _extender_counters(plane), phase.bound, at_least=0.001)
+    phase.final_counters = _extender_counters(plane)
+    phase.extender_counters = per_pod(extender_before, phase.final_counters, phase.bound, at_least=0.001)
+    phase.whole = _whole(queue, watch)
     scheduler.stop()
     plane.extender.child.stop(kill=True)
     return phase
@@ -325,14 +375,14 @@ def _clear_pods(plane: ControlPlane) -> None:
         time.sleep(0.5)
 
 
-def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, folder: Path) -> Phase:
-    total = sum(g.size for g in gangs)
+def alone(plane: ControlPlane, queue: Queue, args: argparse.Namespace, folder: Path) -> Phase:
+    total = queue.size
     phase = Phase("alone", total=total)
     _clear_pods(plane)
-    plain = [Gang(g.name, g.size, gpus=g.gpus, cpu=g.cpu, scheduler="default-scheduler") for g in gangs]
 
     def create() -> None:
-        create_gangs(plane.api, NAMESPACE, plain, podgangs=False)  # the PodGangs are still there; nothing reads them
+        # The PodGangs are still there; nothing reads them.
+        queue.create_queue(plane.api, NAMESPACE, scheduler="default-scheduler", podgangs=False)
 
     if not args.live:
         create()
@@ -341,14 +391,22 @@ def alone(plane: ControlPlane, gangs: list[Gang], args: argparse.Namespace, fold
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_plain_scheduler(overrides=QPS), deadline=args.deadline,
         label="alone", profile=folder / "scheduler-alone.pb.gz", create=create if args.live else None,
+        stall=STALL_SECONDS if args.mix else None,
     )  # fmt: skip
     phase.scheduler_activity = _activity(folder / "scheduler-alone.pb.gz")
     cpu_at_last = _cpu(_processes(plane, scheduler))
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before.get(name, 0.0) for name in cpu_at_last}
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
+    phase.whole = _whole(queue, watch)
     scheduler.stop()
     return phase
+
+
+def _whole(queue: Queue, watch: BindTimes) -> int:
+    bound = set(watch.first_bound())
+    groups = queue.guaranteed().values()
+    return sum(1 for gang in groups if all(len(pods & bound) >= minimum for pods, minimum in gang))
 
 
 @contextmanager
@@ -370,7 +428,12 @@ def run_real(args: argparse.Namespace) -> int:
     unknown = sorted(set(servers) - set(HTTP_SERVERS))
     if unknown or not servers:
         raise SystemExit(f"bench --real: --http-servers {args.http_servers!r}: choose from {', '.join(HTTP_SERVERS)}")
+    if args.mix and (servers != ["builtin"] or args.grove_flow):
+        raise SystemExit("bench --real: --mix runs one phase through the built-in server, without --grove-flow")
     gangs = [Gang(f"gang-{g:05d}", args.pods_per_gang, required=required) for g in range(args.gangs)]
+    queue: Queue = Uniform(gangs)
+    if args.mix:
+        queue = mix_workload(gpu_nodes(args.nodes), seed=args.seed, namespace=NAMESPACE)
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     started = time.monotonic()
     with (
@@ -378,6 +441,9 @@ def run_real(args: argparse.Namespace) -> int:
         ControlPlane.start(assets, folder, nodes=gpu_nodes(args.nodes), components=False, agents=False) as plane,
     ):
         plane.ensure_namespace(NAMESPACE)
+        if isinstance(queue, Mix):
+            plane.ensure_namespace(USED)
+            queue.create_used(plane.api)
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
         if args.grove_flow:
             flow = run_grove_flow(plane, args, Path(args.profile or folder))
@@ -387,16 +453,16 @@ def run_real(args: argparse.Namespace) -> int:
             for index, server in enumerate(servers):
                 if index:  # gangs of their own: the former PodGangs keep the status the last phase wrote
                     _clear_pods(plane)
-                named = [replace(g, name=f"{server}-{g.name}") for g in gangs] if index else gangs
+                named = Uniform([replace(g, name=f"{server}-{g.name}") for g in gangs]) if index else queue
                 phases.append(through_extender(plane, named, args, Path(args.profile or folder), server=server))
         if args.only != "extender" and not args.grove_flow:
-            phases.append(alone(plane, gangs, args, Path(args.profile or folder)))
+            phases.append(alone(plane, queue, args, Path(args.profile or folder)))
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     if args.grove_flow:
         flow_report(flow, args, load=f"{load_before} before, {load_after} after")
         print(profile_summary)
         return 0
-    report(phases, args, load=f"{load_before} before, {load_after} after")
+    report(phases, args, load=f"{load_before} before, {load_after} after", queue=queue)
     return 0
 
 
@@ -431,8 +497,8 @@ def counts_line(phase: Phase) -> str:
         f"clients); watch events decoded: " + ", ".join(f"{k} {v:.3f}" for k, v in watched.items())
         + f"; nominations written during the drive {nominations:.3f}, filters on the nominated node alone "
         f"{seen['alone']:.3f} (nominated but scanned {seen['scanned']:.3f}, none {seen['none']:.3f})"
-        + f"; plans {_sum(ours, 'grove_extender_plans_total'):.3f}, batch models "
-        f"{_sum(ours, 'grove_extender_batch_models_total'):.3f}"
+        + f"; plans {_sum(ours, 'grove_extender_plans_total'):.3f}, CP-SAT models "
+        f"{_sum(ours, 'grove_extender_models_total'):.3f}"
     )  # fmt: skip
 
 
@@ -440,7 +506,7 @@ def ahead_line(phase: Phase) -> str:
     """What planning ahead took, from the extender's start until every gang was planned and nominated."""
     found = phase.planning_counters
     threads = sorted(phase.planning_by_thread.items(), key=lambda item: -item[1])
-    heads, models = _sum(found, "grove_extender_queue_heads_total"), _sum(found, "grove_extender_batch_models_total")
+    heads, models = _sum(found, "grove_extender_queue_heads_total"), _sum(found, "grove_extender_models_total")
     return (
         f"ahead, from its start: queue heads {heads:.0f}, CP-SAT models {models:.0f}, plans "
         f"{_sum(found, 'grove_extender_plans_total'):.0f}; CPU by thread, s: "
@@ -475,25 +541,58 @@ def _extender_lines(through: Phase, args: argparse.Namespace) -> None:
           + ", ".join(f"{short(s)} {v:.3f}" for s, v in list(through.extender_counters.items())[:20]))  # fmt: skip
 
 
-def report(phases: list[Phase], args: argparse.Namespace, *, load: str) -> None:
-    pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
+def _queue_line(queue: Queue, args: argparse.Namespace) -> str:
+    if isinstance(queue, Uniform):
+        pack = "each gang in one NVLink domain (required)" if args.required_pack else "no topology constraint"
+        return f"{args.gangs} PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}"
+    groups = sum(len(g["spec"]["podgroups"]) for g in queue.podgangs)
+    used = sum(int(p["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]) for p in queue.used)
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(queue.kinds.items()))
+    return (f"mix (seed {args.seed}): {len(queue.podgangs)} PodGangs ({kinds}) of {queue.size} pods in {groups} "
+            f"groups; {used} GPUs used by {len(queue.used)} pods of another scheduler")  # fmt: skip
+
+
+def models_line(phase: Phase) -> str:
+    """The CP-SAT models the phase's plans needed, from the extender's start: how many were proven optimal, and
+    what a plan that needed one took."""
+    found = phase.final_counters
+    parts = []
+    for path in ("head", "gang"):
+        proven = _sum(found, "grove_extender_models_total", path=path, proven="true")
+        unproven = _sum(found, "grove_extender_models_total", path=path, proven="false")
+        count = _sum(found, "grove_extender_model_seconds_count", path=path)
+        seconds = _sum(found, "grove_extender_model_seconds_sum", path=path)
+        mean = f", {1000 * seconds / count:.0f} ms each on average" if count else ""
+        parts.append(f"{path} plans {proven + unproven:.0f} ({proven:.0f} proven optimal){mean}")
+    heads = _sum(found, "grove_extender_queue_heads_total")
+    plans = _sum(found, "grove_extender_plans_total")
+    return f"CP-SAT models from the extender's start ({heads:.0f} queue heads, {plans:.0f} gang plans): " + "; ".join(
+        parts
+    )
+
+
+def report(phases: list[Phase], args: argparse.Namespace, *, load: str, queue: Queue) -> None:
+    shape = _queue_line(queue, args)
     if args.live:
-        pack += "; live: pods created once kube-scheduler runs, timed from the first create"
+        shape += "; live: pods created once kube-scheduler runs, timed from the first create"
     assets = os.environ.get("KUBEBUILDER_ASSETS")
-    print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {args.gangs} "
-          f"PodGangs × {args.pods_per_gang} pods of 1 GPU, {pack}; client QPS 500; load {load}")  # fmt: skip
+    print(f"real kube-apiserver + kube-scheduler v1.36 ({assets}): {args.nodes} nodes × 4 GPUs, {shape}; client QPS "
+          f"500; load {load}")  # fmt: skip
     by_mode = {p.mode: p for p in phases}
+    gangs = len(queue.guaranteed())
     for phase in phases:
         pods = max(phase.bound, 1)
         cpu = ", ".join(f"{name} {1000 * seconds / pods:.2f}" for name, seconds in sorted(phase.cpu.items()))
         print(f"{phase.mode:>9}: bound {phase.bound}/{phase.total} in {phase.seconds:.1f} s = "
-              f"{phase.pods_per_second:.1f} pods/s; CPU ms per bound pod: {cpu}")  # fmt: skip
+              f"{phase.pods_per_second:.1f} pods/s, {phase.whole}/{gangs} gangs whole; CPU ms per bound pod: "
+              f"{cpu}")  # fmt: skip
     plain = by_mode.get("alone")
     for through in (p for p in phases if p.mode.startswith("extender")):
         if plain and plain.pods_per_second:
             ratio = through.pods_per_second / plain.pods_per_second
             print(f"ratio through the {through.mode} / alone: {ratio:.2f}×")
         _extender_lines(through, args)
+        print(models_line(through))
     for phase in phases:
         if phase.scheduler_activity:
             pods = max(phase.bound, 1)
