@@ -10,15 +10,17 @@ __all__ = ["Counters", "counters", "labels_of", "per_pod", "short"]
 Counters = dict[str, float]  # series (name with labels) → value
 
 
-def counters(text: str, *, keep: Callable[[str], bool] = lambda _: True) -> Counters:
-    """Every ``*_total`` and ``*_count`` series of a Prometheus exposition whose name ``keep`` accepts."""
+def counters(text: str, *, keep: Callable[[str], bool] = lambda _: True, sums: bool = False) -> Counters:
+    """Every ``*_total`` and ``*_count`` series of a Prometheus exposition whose name ``keep`` accepts (with
+    ``sums``, the histograms' ``*_sum`` too: seconds, not counts)."""
+    suffixes = ("_total", "_count", "_sum") if sums else ("_total", "_count")
     found: Counters = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         series, _, value = line.rpartition(" ")
         name = series.split("{", 1)[0]
-        if name.endswith(("_total", "_count")) and keep(name):
+        if name.endswith(suffixes) and keep(name):
             try:
                 found[series] = float(value)
             except ValueError:

@@ -172,6 +172,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     real.add_argument("--seed", type=int, default=1, help="with --mix: the cluster's and the queue's draws")
     real.add_argument(
+        "--extender-log-level",
+        default="warning",
+        help="serve --log-level during the run (its log is kept with --logs; default: %(default)s, which costs "
+        "nothing on the figures)",
+    )
+    real.add_argument(
         "--required-pack",
         action="store_true",
         help="every gang needs one NVLink domain (nvidia.com/gpu.clique, required pack); default: no topology "
@@ -199,9 +205,9 @@ def _api_counters(plane: ControlPlane) -> Counters:
     return counters(text if isinstance(text, str) else "", keep=keep)
 
 
-def _extender_counters(plane: ControlPlane) -> Counters:
+def _extender_counters(plane: ControlPlane, *, sums: bool = False) -> Counters:
     assert plane.extender is not None
-    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"))
+    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"), sums=sums)
 
 
 def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seconds: float) -> threading.Thread:
@@ -224,7 +230,9 @@ def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seco
 PROFILE_SECONDS = 15.0
 """kube-scheduler's CPU profile covers this much of the drive's start (both phases last longer)."""
 STALL_SECONDS = 20.0
-"""With ``--mix``, a phase ends once nothing more was bound (or planned) for this long: some gangs cannot bind."""
+"""With ``--mix``, a phase ends once nothing more was bound for this long: some gangs cannot bind."""
+PLANNED_STALL_SECONDS = 3.0
+"""With ``--mix``, planning ahead is over once no gang's state and no nomination changed for this long."""
 
 
 def _drive(
@@ -287,14 +295,20 @@ def _wait_planned(plane: ControlPlane, gangs: int, *, deadline: float = 900.0, s
     raise SystemExit(f"bench --real: gangs not planned within {deadline:g} s")
 
 
-def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0) -> float:
+def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0, stall: float | None = None) -> float:
     """Until the extender has answered a nomination for every pod (they are written after their plans, apart from
-    them); the seconds it took."""
+    them), or with ``stall`` none for that long (pods of gangs not planned are not nominated); the seconds it
+    took."""
     started = time.monotonic()
+    last, changed = -1.0, started
     while time.monotonic() - started < deadline:
         written = sum(v for k, v in _extender_counters(plane).items() if k.startswith("grove_extender_nominations"))
         if written >= pods:
             return time.monotonic() - started
+        if written != last:
+            last, changed = written, time.monotonic()
+        elif stall is not None and time.monotonic() - changed > stall:
+            return changed - started
         time.sleep(0.25)
     raise SystemExit(f"bench --real: nominations not written within {deadline:g} s")
 
@@ -308,7 +322,8 @@ def through_extender(
     stall = STALL_SECONDS if args.mix else None
     if not args.live:
         queue.create_queue(plane.api, NAMESPACE, scheduler="grove")
-    flags = ("--log-level=warning", f"--http-server={server}", *(("--no-nominate",) if args.no_nominate else ()))
+    flags = (f"--log-level={args.extender_log_level}", f"--http-server={server}",
+             *(("--no-nominate",) if args.no_nominate else ()))  # fmt: skip
     plane.start_extender(extra=flags)
     assert plane.extender is not None
     serve = plane.extender.child.pid
@@ -319,9 +334,11 @@ def through_extender(
         else None
     )
     if not args.live:
-        phase.planning_seconds = _wait_planned(plane, len(queue.guaranteed()), stall=stall)
+        # Short stalls: a reservation's time to live runs from its plan, and kube-scheduler is not started yet.
+        settled = PLANNED_STALL_SECONDS if args.mix else None
+        phase.planning_seconds = _wait_planned(plane, len(queue.guaranteed()), stall=settled)
         if not args.no_nominate:
-            phase.planning_seconds += _wait_nominated(plane, total)
+            phase.planning_seconds += _wait_nominated(plane, total, stall=settled)
     phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
     live = thread_cpu(serve)
     phase.planning_counters = _extender_counters(plane)
@@ -360,8 +377,8 @@ def through_extender(
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
-    phase.final_counters = _extender_counters(plane)
-    phase.extender_counters = per_pod(extender_before, phase.final_counters, phase.bound, at_least=0.001)
+    phase.final_counters = _extender_counters(plane, sums=True)
+    phase.extender_counters = per_pod(extender_before, _extender_counters(plane), phase.bound, at_least=0.001)
     phase.whole = _whole(queue, watch)
     scheduler.stop()
     plane.extender.child.stop(kill=True)

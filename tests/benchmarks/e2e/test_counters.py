@@ -25,6 +25,11 @@ def test_counters_per_bound_pod_leave_gauges_and_sums_out() -> None:
     }
 
 
+def test_sums_are_read_when_asked_for() -> None:
+    found = counters(AFTER, keep=lambda name: name.startswith("grove_extender_"), sums=True)
+    assert found['grove_extender_request_seconds_sum{verb="filter"}'] == 1.5
+
+
 def test_series_are_named_as_a_reader_wants_them() -> None:
     (series,) = counters(AFTER, keep=lambda name: name.startswith("apiserver_"))
     assert short(series) == "POST pods/binding 201 (others)"
