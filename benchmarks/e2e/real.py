@@ -62,6 +62,7 @@ from benchmarks.controlplane.rest import Api
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang, create_gangs
 from benchmarks.e2e import pprof
+from benchmarks.e2e.big_gang import run_big_gang
 from benchmarks.e2e.counters import Counters, by_label, counters, labels_of, per_pod, short
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.mix import USED, Mix, mix_workload
@@ -171,6 +172,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "required and preferred packs, on a cluster 60%% used by another scheduler's pods",
     )
     real.add_argument("--seed", type=int, default=1, help="with --mix: the cluster's and the queue's draws")
+    real.add_argument(
+        "--big-gang",
+        type=int,
+        default=0,
+        help="one gang of this many one-GPU pods, created before its PodGang, timed from the PodGang to the gang "
+        "whole (benchmarks.e2e.big_gang; issue 29: 10000 on --nodes 2520)",
+    )
+    real.add_argument(
+        "--big-gang-wait", type=float, default=10.0, help="with --big-gang: seconds the pods wait without a PodGang"
+    )
     real.add_argument(
         "--extender-log-level",
         default="warning",
@@ -462,6 +473,10 @@ def run_real(args: argparse.Namespace) -> int:
             plane.ensure_namespace(USED)
             queue.create_used(plane.api)
         print(f"control plane up in {time.monotonic() - started:.0f} s ({folder})")
+        if args.big_gang:
+            load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+            run_big_gang(plane, args, load=f"{load_before} at the start, {load} once the cluster was up")
+            return 0
         if args.grove_flow:
             flow = run_grove_flow(plane, args, Path(args.profile or folder))
             profile_summary = api_server_profile(Path(args.profile or folder))
