@@ -107,6 +107,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--solve-time-limit", type=float, default=SolveOptions.time_limit_seconds, help="seconds per plan"
     )
     parser.add_argument(
+        "--head-time-limit",
+        type=float,
+        help="seconds a queue head's CP-SAT model searches at most, its greedy plan in hand (default: "
+        "--solve-time-limit); shorter is cheaper and sooner, and packs worse",
+    )
+    parser.add_argument(
         "--batch-size",
         type=int,
         default=CoordinatorConfig.batch_size,
@@ -156,6 +162,7 @@ def run_serve(args: argparse.Namespace) -> int:
         bind_wait_seconds=args.bind_wait,
         reservation_ttl_seconds=args.reservation_ttl,
         solve=SolveOptions(time_limit_seconds=args.solve_time_limit),
+        head_time_limit_seconds=args.head_time_limit,
         batch_size=args.batch_size,
         nominate=args.nominate,
         room=RoomSettings(evict=args.preemption, wait_seconds=args.preemption_wait),
@@ -164,6 +171,11 @@ def run_serve(args: argparse.Namespace) -> int:
         listener_problem(args)
         or ("--batch-size must be at least 1" if args.batch_size < 1 else None)
         or ("--preemption-wait must be positive" if not args.preemption_wait > 0 else None)
+        or (
+            "--head-time-limit must be positive"
+            if args.head_time_limit is not None and not args.head_time_limit > 0
+            else None
+        )
         or tls_problem(args)
     )
     if problem:

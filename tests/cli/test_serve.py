@@ -42,6 +42,16 @@ def test_batch_size_defaults_to_16_and_must_be_positive(capsys: pytest.CaptureFi
     assert "--batch-size must be at least 1" in capsys.readouterr().err
 
 
+def test_a_queue_heads_model_gets_the_solve_limit_unless_told_and_never_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = build_parser()
+    assert parser.parse_args(["serve", "--snapshot", "x.json"]).head_time_limit is None  # --solve-time-limit's
+    assert parser.parse_args(["serve", "--snapshot", "x.json", "--head-time-limit", "1"]).head_time_limit == 1.0
+    assert main(["serve", "--snapshot", "x.json", "--head-time-limit", "0"]) == 2
+    assert "--head-time-limit must be positive" in capsys.readouterr().err
+
+
 def test_serve_refuses_a_missing_or_broken_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve"]) == 2
     broken = tmp_path / "broken.json"

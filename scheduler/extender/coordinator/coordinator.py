@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -91,6 +91,12 @@ class CoordinatorConfig:
     # How long a node kube-scheduler's own filters refused stays out of a group's plans.
     exclusion_seconds: float = 60.0
     solve: SolveOptions = field(default_factory=SolveOptions)
+    # A queue head's CP-SAT model searches this long at most (None: ``solve``'s limit). Such a model starts from a
+    # valid greedy plan that missed the head's lower bound and the planner thread waits for it. A shorter search
+    # is cheaper and sooner but packs worse: on bench_e2e --real --mix --live, 0.25 s took the extender's CPU from
+    # 9.3-10.2 to 4.1 ms per pod and the makespan from 6.5-7.0 to 4.2-4.5 s, and left a 64-GPU gang without the
+    # block the 1 s plans kept for it (docs/bench_e2e.md). GPUs left idle cost more than a second of a core.
+    head_time_limit_seconds: float | None = None
     # Gangs waiting for a first placement planned together, the first K by priority then age (``head``); 1 plans
     # one gang at a time.
     batch_size: int = 16
@@ -148,6 +154,10 @@ class Coordinator:
             table=self.table,
             solver=solver,
             options=self.config.solve,
+            head_options=replace(
+                self.config.solve,
+                time_limit_seconds=self.config.head_time_limit_seconds or self.config.solve.time_limit_seconds,
+            ),
             window=self._plan_window,
             metrics=self.metrics,
             clock=clock,

@@ -58,6 +58,7 @@ class Planner:
         options: SolveOptions,
         window: Callable[[int], float],
         metrics: CoordinatorMetrics,
+        head_options: SolveOptions | None = None,
         clock: Callable[[], float],
         topologies: TopologyCache,
         evictor: Evictor,
@@ -76,7 +77,7 @@ class Planner:
         self._head = HeadPlanner(
             store=store,
             table=table,
-            options=options,
+            options=head_options or options,
             size=batch_size,
             window=window,
             metrics=metrics,

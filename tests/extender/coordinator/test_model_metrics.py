@@ -9,8 +9,8 @@ from tests.extender_support import harness, node, pod, podgang
 ZONE = "topology.kubernetes.io/zone"
 
 
-def _models(metrics: CoordinatorMetrics) -> dict[str, float]:
-    return {proven: metrics.models.labels("gang", proven)._value.get() for proven in ("true", "false")}
+def _models(metrics: CoordinatorMetrics, path: str = "gang") -> dict[str, float]:
+    return {proven: metrics.models.labels(path, proven)._value.get() for proven in ("true", "false")}
 
 
 def _timed(metrics: CoordinatorMetrics) -> float:
@@ -45,3 +45,30 @@ def test_a_plan_the_greedy_settles_builds_no_model() -> None:
     assert h.coordinator.metrics.plans.labels("Placed")._value.get() == 1
     assert _models(h.coordinator.metrics) == {"true": 0.0, "false": 0.0}
     assert _timed(h.coordinator.metrics) == 0
+
+
+def _crossing(copies: int) -> tuple[list, list, list]:
+    """``copies`` of the first test's cluster (each its own zones and clique) and of its gang."""
+    nodes, pods, gangs = [], [], []
+    for c in range(copies):
+        nodes += [
+            node(f"n{c}0", gpus=4, clique=f"c{c}0", **{ZONE: f"z{c}0"}),
+            node(f"n{c}1", gpus=4, clique=f"c{c}0", **{ZONE: f"z{c}1"}),
+            node(f"n{c}2", gpus=4, clique=f"c{c}1", **{ZONE: f"z{c}0"}),
+        ]
+        pods += [pod(f"u{c}0", gpus=1, node_name=f"n{c}0"), pod(f"u{c}1", gpus=3, node_name=f"n{c}1")]
+        pods += [pod(f"u{c}2", gpus=3, node_name=f"n{c}2")]
+        pods += [pod(f"g{c}-a0", gang=f"g{c}", gpus=1), pod(f"g{c}-a1", gang=f"g{c}", gpus=1)]
+        pods += [pod(f"g{c}-b0", gang=f"g{c}", gpus=2)]
+        gangs.append(podgang(f"g{c}", {"a": ([f"g{c}-a0", f"g{c}-a1"], 2), "b": ([f"g{c}-b0"], 1)}))
+    return nodes, pods, gangs
+
+
+def test_a_queue_heads_model_is_counted_on_its_own_path() -> None:
+    # Two such gangs waiting together are planned as one queue head: its model is the head's.
+    nodes, pods, gangs = _crossing(2)
+    h = harness(nodes=nodes, pods=pods, podgangs=gangs)
+    h.settle()
+    assert _models(h.coordinator.metrics, "head") == {"true": 1.0, "false": 0.0}
+    assert _models(h.coordinator.metrics, "gang") == {"true": 0.0, "false": 0.0}
+    assert h.coordinator.metrics.plans.labels("Placed")._value.get() == 2
