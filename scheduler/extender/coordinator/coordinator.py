@@ -93,9 +93,9 @@ class CoordinatorConfig:
     solve: SolveOptions = field(default_factory=SolveOptions)
     # A queue head's CP-SAT model searches this long at most (None: ``solve``'s limit). Such a model starts from a
     # valid greedy plan that missed the head's lower bound and the planner thread waits for it. A shorter search
-    # is cheaper and sooner but packs worse: on bench_e2e --real --mix --live, 0.25 s took the extender's CPU from
-    # 9.3-10.2 to 4.1 ms per pod and the makespan from 6.5-7.0 to 4.2-4.5 s, and left a 64-GPU gang without the
-    # block the 1 s plans kept for it (docs/bench_e2e.md). GPUs left idle cost more than a second of a core.
+    # frees the planner and the CPU sooner but packs worse: on users' queue it left a large gang without the
+    # block the longer plans kept for it (``bench_e2e --real --mix [--live]``, docs/bench_e2e.md). GPUs left
+    # idle cost the cluster more than the planner's time does, so the default keeps the full limit.
     head_time_limit_seconds: float | None = None
     # Gangs waiting for a first placement planned together, the first K by priority then age (``head``); 1 plans
     # one gang at a time.
