@@ -258,6 +258,7 @@ def _serve_live(args: argparse.Namespace, config: CoordinatorConfig) -> int:
     service.worker.start()
     service.coordinator.add_liveness("planner", service.worker.alive)
     service.coordinator.add_liveness("watches", cluster.alive)
+    service.coordinator.add_freshness(cluster.stale)
     log.info("serving live cluster")
     try:
         return _serve(args, service)

@@ -15,6 +15,10 @@ Only when the API server says the version is gone (410 Gone: etcd compacted past
 does the informer list again; the handlers get the new list whole, so their view ends exactly where the API is and
 no change is lost. A relist is a full list, so it backs off too: a server that keeps expiring us is not hammered.
 
+An informer that cannot list or open a watch keeps retrying and says for how long it has failed (``failing_for``):
+meanwhile its handlers' view stays where it was, and a consumer that must not act on an old view (the extender's
+``/readyz`` and verbs) asks. A watch that opens, or a list that arrives, ends the run of failures.
+
 ``start_informers`` runs informers on threads of their own, calls ``on_synced`` once every one of them has listed
 once (client-go's ``WaitForCacheSync``), and interrupts them when ``stop`` is set.
 """
@@ -25,6 +29,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -93,6 +98,7 @@ class Informer(Generic[ObjT]):
         watch_timeout: int = WATCH_SECONDS,
         backoff: Backoff | None = None,
         hints: Mapping[int, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.resource = resource
         self._api_client = api_client
@@ -106,10 +112,18 @@ class Informer(Generic[ObjT]):
         self._handlers: tuple[EventHandler[ObjT], ...] = ()
         self._response: Any = None
         self._response_lock = threading.Lock()
+        self._clock = clock
+        self._failing_since: float | None = None  # the first failure of the current run of them
 
     @property
     def kind(self) -> str:
         return self.resource.kind
+
+    def failing_for(self) -> float | None:
+        """Seconds since the first of the failures to list or to open a watch that nothing has ended yet (None while
+        the informer works): how long its handlers' view may be behind the API server."""
+        since = self._failing_since
+        return None if since is None else max(0.0, self._clock() - since)
 
     def add_handler(self, handler: EventHandler[ObjT]) -> None:
         """Register ``handler``; do it before ``run``, so that it hears the first list."""
@@ -137,6 +151,8 @@ class Informer(Generic[ObjT]):
             except (ApiException, HTTPError, OSError, ValueError) as err:
                 if stop.is_set():
                     break
+                if self._failing_since is None:
+                    self._failing_since = self._clock()
                 if isinstance(err, ApiException) and err.status == 410:
                     version = None
                 delay = self._backoff.delay()
@@ -169,6 +185,7 @@ class Informer(Generic[ObjT]):
         )
         for handler in self._handlers:
             handler.on_list(objects)
+        self._failing_since = None
         log.info("listed kind=%s count=%d resourceVersion=%s", self.kind, len(objects), version)
         return version
 
@@ -187,6 +204,7 @@ class Informer(Generic[ObjT]):
         if self._label_selector:
             kwargs["label_selector"] = self._label_selector
         response = self._call(**kwargs)
+        self._failing_since = None  # the API server answered: changes flow again from where the view is
         with self._response_lock:
             self._response = response
         try:

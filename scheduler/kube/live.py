@@ -18,7 +18,7 @@ from kubernetes.client import ApiClient
 
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.lease import LeaseElector
-from scheduler.kube.mirror import WatchedStore, start_mirror
+from scheduler.kube.mirror import Mirror, WatchedStore, start_mirror
 from scheduler.kube.writer import KubeClusterWriter
 
 __all__ = ["LiveCluster", "connect_live", "default_namespace", "wants_in_cluster"]
@@ -50,11 +50,16 @@ class LiveCluster:
     elector: LeaseElector
     stop: threading.Event = field(default_factory=threading.Event)
     threads: list[threading.Thread] = field(default_factory=list)
+    mirror: Mirror | None = None
 
     def start(self, store: WatchedStore) -> None:
         """Start watching into ``store`` and campaigning for the Lease."""
-        self.threads = start_mirror(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
-        self.threads.append(self.elector.start(self.stop))
+        self.mirror = start_mirror(client=self.api_client, store=store, stop=self.stop, on_synced=_freeze_heap)
+        self.threads = [*self.mirror.threads, self.elector.start(self.stop)]
+
+    def stale(self) -> str | None:
+        """What of the store's view is too old to act on (``Mirror.stale``), if anything."""
+        return self.mirror.stale() if self.mirror is not None else None
 
     def alive(self) -> bool:
         """Every watch (and the elector) still runs: a dead watch would leave the store, and every decision made

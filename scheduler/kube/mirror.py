@@ -4,7 +4,8 @@ informer each, feeding its store.
 Each kind's informer (``informer``) decodes with what keeps the extender's watch path lean: Node heartbeats are
 recognised before the model decode (``heartbeats``), pods of other schedulers become ``ForeignPod`` capacity and
 only ours the full model (``decoding``, ``foreign``). The store hears every list as ``replace`` and every change
-as ``apply``; ``store.mark_synced()`` is called once every kind has been listed.
+as ``apply``; ``store.mark_synced()`` is called once every kind has been listed. ``Mirror.stale`` says which kinds
+have failed to list or watch for longer than a decision may trust a view that old.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from kubernetes.client import ApiClient
@@ -25,11 +27,25 @@ from scheduler.kube.heartbeats import NodeDecoder
 from scheduler.kube.informer import WATCH_SECONDS, Informer, start_informers
 from scheduler.kube.listing import DISRUPTION_BUDGETS, NODES, PODGANGS, PODS, PRIORITY_CLASSES, Resource
 
-__all__ = ["EventType", "Kind", "WatchedStore", "mirror_informer", "mirror_informers", "start_mirror"]
+__all__ = [
+    "STALE_SECONDS",
+    "EventType",
+    "Kind",
+    "Mirror",
+    "WatchedStore",
+    "mirror_informer",
+    "mirror_informers",
+    "start_mirror",
+]
 
 log = logging.getLogger(__name__)
 
 Kind = Literal["Node", "Pod", "PodGang", "PriorityClass", "PodDisruptionBudget"]
+
+# Past a watch's ordinary hiccups (a dropped stream reopens within the back-off's first steps; a 410 relists at
+# once), and within what kube-scheduler's own retries of an Error absorb: a view this far behind may hold a pod
+# bound elsewhere or a node gone, and every plan made on it would be.
+STALE_SECONDS = 10.0
 
 
 class WatchedStore(Protocol):
@@ -129,6 +145,18 @@ def mirror_informers(
     ]
 
 
+@dataclass(frozen=True)
+class Mirror:
+    threads: list[threading.Thread]
+    informers: Sequence[Informer[Model]]
+
+    def stale(self, after: float = STALE_SECONDS) -> str | None:
+        """What is stale, when an informer has failed to list or watch for ``after`` seconds or more; else None."""
+        failing = [(informer.kind, informer.failing_for()) for informer in self.informers]
+        late = [f"{kind} for {seconds:.0f} s" for kind, seconds in failing if seconds is not None and seconds >= after]
+        return "watches failing: " + ", ".join(late) if late else None
+
+
 def start_mirror(
     *,
     client: ApiClient,
@@ -137,9 +165,9 @@ def start_mirror(
     watch_timeout: int = WATCH_SECONDS,
     backoff: Callable[[], Backoff] = Backoff,
     on_synced: Callable[[], None] | None = None,
-) -> list[threading.Thread]:
-    """Start the mirror's informers (one daemon thread per kind, plus one that interrupts them on ``stop``) and
-    return their threads.
+) -> Mirror:
+    """Start the mirror's informers (one daemon thread per kind, plus one that interrupts them on ``stop``): their
+    threads and the informers.
 
     ``watch_timeout`` is the server-side length of one watch request in seconds. ``on_synced`` runs once, on a
     watch thread, right after the store is marked synced.
@@ -152,4 +180,4 @@ def start_mirror(
             on_synced()
 
     informers = mirror_informers(client=client, store=store, watch_timeout=watch_timeout, backoff=backoff)
-    return start_informers(informers, stop, on_synced=synced)
+    return Mirror(start_informers(informers, stop, on_synced=synced), informers)

@@ -191,6 +191,29 @@ def test_a_change_of_leadership_drops_plans_and_reservations() -> None:
     assert client.post("/filter", json=filter_body(p, NAMES)).json()["NodeNames"]
 
 
+def test_on_a_stale_view_the_extender_is_not_ready_and_plans_binds_and_nominates_nothing() -> None:
+    # The watches keep failing (a network cut, RBAC taken away): the store's view may hold a node that is gone or
+    # a pod bound elsewhere since. kube-scheduler is told Error (it retries) rather than a node, the planner does
+    # not plan ahead, /readyz turns 503 so the Service routes elsewhere; once the watches come back, all resumes.
+    stale: list[str] = ["watches failing: Pod for 12 s"]
+    pods, pg = gang("g", workers=2, gpus=8)
+    h = harness(nodes=NODES, pods=pods, podgangs=[pg])
+    h.coordinator.add_freshness(lambda: stale[0] if stale else None)
+    worker = BackgroundWorker(h.coordinator)
+    client = SyncClient(h.app)
+    worker.run_once()
+    assert h.coordinator.table.reservation_count() == 0 and h.writer.nominations == []
+    answer = client.post("/filter", json=filter_body(pods[0], NAMES)).json()
+    assert answer["NodeNames"] in (None, []) and "stale (watches failing: Pod for 12 s)" in answer["Error"]
+    assert "stale" in client.post("/bind", json=bind_body(pods[0], "a0")).json()["Error"]
+    assert client.get("/readyz").status_code == 503 and client.get("/healthz").status_code == 200
+    assert h.writer.bindings == []
+    stale.clear()
+    assert client.get("/readyz").status_code == 200
+    assert client.post("/filter", json=filter_body(pods[0], NAMES)).json()["NodeNames"]
+    assert h.coordinator.table.reservation_count() == 2
+
+
 def test_a_plan_that_ran_out_of_time_is_tried_again_on_the_next_filter() -> None:
     calls: list[str] = []
 

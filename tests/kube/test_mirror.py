@@ -50,7 +50,7 @@ def watching(api_client: ApiClient) -> Iterator[tuple[CountingStore, threading.E
     store, stop = CountingStore(), threading.Event()
     threads = start_mirror(
         client=api_client, store=store, stop=stop, watch_timeout=2, backoff=lambda: Backoff(initial=0.01, cap=0.05)
-    )
+    ).threads
     yield store, stop
     stop.set()
     for thread in threads:
@@ -155,7 +155,8 @@ def test_errors_back_off_and_sync_waits_for_every_kind(
     fake.fail("GET", r"/podgangs$", 404, reason="NotFound", times=2)
     fake.fail("GET", r"/podgangs$", 403, reason="Forbidden", message="podgangs is forbidden", times=3)
     store, stop = CountingStore(), threading.Event()
-    threads = start_mirror(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
+    backoff = lambda: Backoff(initial=0.05, cap=0.1)  # noqa: E731
+    threads = start_mirror(client=api_client, store=store, stop=stop, backoff=backoff).threads
     try:
         wait_for(lambda: store.names("Node") != set() and store.names("Pod") != set())
         assert store.synced_calls == 0, "synced while PodGangs were never listed"
@@ -175,7 +176,7 @@ def test_on_synced_runs_once_after_the_store_is_synced(fake: FakeApiServer, api_
     heard: list[int] = []  # the store's synced-call count when the callback ran
     threads = start_mirror(
         client=api_client, store=store, stop=stop, watch_timeout=2, on_synced=lambda: heard.append(store.synced_calls)
-    )
+    ).threads
     try:
         wait_for(lambda: heard != [])
         fake.expire_watches(PODS)  # a relist later must not announce the first sync again
@@ -238,7 +239,7 @@ def test_large_lists_are_paged(fake: FakeApiServer, api_client: ApiClient) -> No
 
 def test_stop_ends_every_thread_promptly(api_client: ApiClient) -> None:
     store, stop = CountingStore(), threading.Event()
-    threads = start_mirror(client=api_client, store=store, stop=stop, watch_timeout=300)
+    threads = start_mirror(client=api_client, store=store, stop=stop, watch_timeout=300).threads
     wait_for(lambda: store.synced_calls == 1)
     started = time.monotonic()
     stop.set()
@@ -270,3 +271,25 @@ def test_a_heartbeat_moves_the_resume_point_but_not_the_store(
         lambda: any(r.query.get("resourceVersion") == heartbeat_version for r in fake.requests_to("GET", r"/nodes$"))
     )
     assert heard == [("Node", "MODIFIED")], "the heartbeat reached no listener"
+
+
+def test_a_kind_that_keeps_failing_is_reported_stale_until_its_watch_opens_again(
+    fake: FakeApiServer, api_client: ApiClient
+) -> None:
+    # The pods list refused (a 403: RBAC taken away) while the other kinds work: the store keeps its old pods, and
+    # the mirror says which kind is behind, until a list or a watch goes through again.
+    store, stop = CountingStore(), threading.Event()
+    mirror = start_mirror(client=api_client, store=store, stop=stop, backoff=lambda: Backoff(initial=0.05, cap=0.1))
+    try:
+        wait_for(lambda: store.synced_calls == 1)
+        assert mirror.stale(after=0.0) is None
+        fake.fail("GET", r"^/api/v1/pods$", 403, reason="Forbidden", message="pods is forbidden", times=40)
+        fake.compact()  # the open watches end; reopening the pods watch, then relisting pods, now fails
+        wait_for(lambda: mirror.stale(after=0.5) is not None, timeout=60)
+        stale = str(mirror.stale(after=0.0))
+        assert stale.startswith("watches failing: Pod for ") and stale.count(" for ") == 1, stale
+        wait_for(lambda: mirror.stale(after=0.0) is None, timeout=60)  # the 40 refusals are spent: listed again
+    finally:
+        stop.set()
+        for thread in mirror.threads:
+            thread.join(timeout=60)

@@ -72,6 +72,7 @@ T = TypeVar("T")
 
 NOT_LEADER = "grove-extender: this replica is a standby (not the leader); kube-scheduler will retry"
 NOT_SYNCED = "grove-extender: still listing the cluster (nodes, pods, PodGangs); kube-scheduler will retry"
+STALE = "grove-extender: its view of the cluster is stale ({why}); kube-scheduler will retry"
 
 Blocking = Callable[..., Awaitable[Any]]
 """Runs a blocking call (a plan) without blocking the event loop: ``asyncio.to_thread``, or inline in a simulation."""
@@ -139,6 +140,8 @@ class Coordinator:
         self._clock = clock
         self._blocking = blocking
         self._liveness: dict[str, Callable[[], bool]] = {}
+        self._freshness: list[Callable[[], str | None]] = []
+        self._stale_said: str | None = None  # the last staleness logged, so a lasting one is logged once
         self.evictor = Evictor(
             store=store,
             table=self.table,
@@ -298,17 +301,37 @@ class Coordinator:
             log.error("not healthy dead=%s", ",".join(dead))
         return not dead
 
+    def add_freshness(self, probe: Callable[[], str | None]) -> None:
+        """``ready`` fails, and the verbs and the planner stand still, while ``probe`` says what is stale (the
+        watches that keep failing)."""
+        self._freshness.append(probe)
+
     def ready(self) -> bool:
-        return self.store.synced and self._leadership.is_leader()
+        return self.store.synced and self._leadership.is_leader() and self._stale() is None
+
+    def _stale(self) -> str | None:
+        why = next((found for probe in self._freshness if (found := probe()) is not None), None)
+        if why != self._stale_said:
+            if why is not None:
+                log.warning("view stale: not ready, acting on nothing why=%s", why)
+            else:
+                log.warning("view fresh again: ready")
+            self._stale_said = why
+        return why
 
     def _unready(self) -> str | None:
-        """Why the verbs and the planner must not act now, if they must not: a standby, or a store still listing.
-        A store without its nodes makes every gang look infeasible, and kube-scheduler parks a pod refused on
-        every node for up to 5 minutes; an ``Error`` is retried within 1-10 s. (Once the store is synced,
-        ``leading`` queues every PodGang for planning, so nothing skipped here is lost.)"""
+        """Why the verbs and the planner must not act now, if they must not: a standby, a store still listing, or
+        a view gone stale (watches failing). A store without its nodes makes every gang look infeasible, and
+        kube-scheduler parks a pod refused on every node for up to 5 minutes; an ``Error`` is retried within 1-10
+        s. A stale view may place a gang on a node that is gone or full and bind part of it there. (Once the store
+        is synced, ``leading`` queues every PodGang for planning, so nothing skipped here is lost; a stale kind
+        catches up when its watch comes back, and each change it brings is news to the gangs it touches.)"""
         if not self.leading():
             return NOT_LEADER
-        return None if self.store.synced else NOT_SYNCED
+        if not self.store.synced:
+            return NOT_SYNCED
+        why = self._stale()
+        return None if why is None else STALE.format(why=why)
 
     def debug_gangs(self) -> Sequence[Mapping[str, Any]]:
         return self.table.describe(now=self._clock())
