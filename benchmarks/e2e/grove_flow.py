@@ -41,7 +41,7 @@ from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, counters, per_pod, short
-from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, thread_cpu, thread_names
+from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, ms_per_pod, thread_cpu, thread_names
 
 __all__ = ["FlowPhase", "flow_report", "pcs_manifest", "run_phase"]
 
@@ -187,8 +187,7 @@ def flow_report(phases: list[FlowPhase], args: argparse.Namespace, *, load: str)
           f"{'at once' if args.rate <= 0 else f'{args.rate:g} a second'}; reconcile flags "
           f"{args.reconcile_flags or '(defaults)'}; load {load}")  # fmt: skip
     for phase in phases:
-        pods = max(phase.bound, 1)
-        cpu = ", ".join(f"{name} {1000 * seconds / pods:.2f}" for name, seconds in sorted(phase.cpu.items()))
+        cpu = ms_per_pod(phase.cpu, phase.bound)
         print(f"{phase.mode:>9}: bound {phase.bound}/{phase.total}, makespan {phase.makespan:.1f} s; the reconciler "
               f"created {phase.created} pods in {phase.creating_seconds:.1f} s = {phase.created_per_second:.0f} "
               f"pods/s; CPU ms per bound pod: {cpu}")  # fmt: skip

@@ -18,6 +18,7 @@ __all__ = [
     "cpu_seconds",
     "free_port",
     "io_calls",
+    "ms_per_pod",
     "rss_bytes",
     "thread_cpu",
     "thread_names",
@@ -95,6 +96,11 @@ def by_thread(before: dict[int, float], after: dict[int, float], names: dict[int
         name = names.get(tid, "threads gone or unnamed")
         spent[name] = spent.get(name, 0.0) + seconds - before.get(tid, 0.0)
     return spent
+
+
+def ms_per_pod(cpu: dict[str, float], pods: int) -> str:
+    """Each process's CPU seconds as milliseconds per bound pod, by name: ``etcd 1.42, extender 2.81``."""
+    return ", ".join(f"{name} {1000 * seconds / max(pods, 1):.2f}" for name, seconds in sorted(cpu.items()))
 
 
 def rss_bytes(pid: int, *, field: str = "VmRSS") -> int:

@@ -8,6 +8,7 @@ import os
 
 from benchmarks.e2e.counters import Counters, labels_of, short
 from benchmarks.e2e.phase import PROFILE_SECONDS, Phase, Queue, Uniform
+from benchmarks.e2e.processes import ms_per_pod
 
 __all__ = ["ahead_line", "counts_line", "models_line", "report"]
 
@@ -127,8 +128,7 @@ def report(phases: list[Phase], args: argparse.Namespace, *, load: str, queue: Q
     by_mode = {p.mode: p for p in phases}
     gangs = len(queue.guaranteed())
     for phase in phases:
-        pods = max(phase.bound, 1)
-        cpu = ", ".join(f"{name} {1000 * seconds / pods:.2f}" for name, seconds in sorted(phase.cpu.items()))
+        cpu = ms_per_pod(phase.cpu, phase.bound)
         print(f"{phase.mode:>9}: bound {phase.bound}/{phase.total} in {phase.seconds:.1f} s = "
               f"{phase.pods_per_second:.1f} pods/s, {phase.whole}/{gangs} gangs whole; CPU ms per bound pod: "
               f"{cpu}")  # fmt: skip
