@@ -116,6 +116,7 @@ class InMemoryClusterWriter:
         self.statuses: list[tuple[str, dict[str, Any]]] = []
         self.events: list[RecordedEvent] = []
         self.nominations: list[Nomination] = []
+        self._nominated: dict[str, str] = {}  # pod key → the node its last written nomination names
         self.evictions: list[Eviction] = []
         self.budgets: dict[str, str] = {}  # pod key → the PodDisruptionBudget that refuses its eviction
 
@@ -173,8 +174,14 @@ class InMemoryClusterWriter:
                     error = WriteError(f'pod "{key}" not found', status=404)
                 elif pod is not None and pod.metadata.uid != nomination.uid:
                     error = WriteError(f"pod {key}: UID {nomination.uid}, found {pod.metadata.uid}", status=409)
+                elif (now := self._nominated_now(key, pod)) != nomination.previous:
+                    # What the API server's JSON patch test answers: 422, nothing written.
+                    error = WriteError(
+                        f"pod {key}: nominatedNodeName is {now!r}, not {nomination.previous!r}", status=422
+                    )
                 else:
                     self.nominations.append(nomination)
+                    self._nominated[key] = nomination.node
             done(nomination, error)
 
     def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
@@ -211,6 +218,18 @@ class InMemoryClusterWriter:
                 self._store.apply("Pod", "DELETED", found)
                 gone.append(key)
         return gone
+
+    def nominated_elsewhere(self, key: str, node: str) -> None:
+        """Another component wrote the pod's nominatedNodeName (kube-scheduler, after a preemption of its own): what
+        the API holds from now on, until a write of ours whose precondition it meets."""
+        with self._lock:
+            self._nominated[key] = node
+
+    def _nominated_now(self, key: str, pod: Pod | None) -> str:
+        """Under the lock: the pod's nominatedNodeName as the API would read it: our last write, else the store's."""
+        if key in self._nominated:
+            return self._nominated[key]
+        return (pod.status.nominatedNodeName or "") if pod is not None else ""
 
     def nominated_nodes(self) -> dict[str, str]:
         """Pod key → the node its last written nomination names ("" cleared)."""

@@ -17,12 +17,16 @@ __all__ = ["Nominated", "Nomination"]
 
 @dataclass(frozen=True)
 class Nomination:
-    """Set the pod's ``status.nominatedNodeName`` to ``node`` ("" clears it), if the pod still has ``uid``."""
+    """Set the pod's ``status.nominatedNodeName`` to ``node`` ("" clears it), if the pod still has ``uid`` and the
+    field still reads ``previous`` ("": unset). The second condition is what keeps a nomination another component
+    wrote meanwhile (kube-scheduler's, after a preemption of its own) from being overwritten: whoever sets a pod's
+    nominatedNodeName owns it (KEP-5278)."""
 
     namespace: str
     name: str
     uid: str
     node: str
+    previous: str = ""
 
     @property
     def key(self) -> str:

@@ -195,6 +195,8 @@ class KubeClusterWriter:
                 json.dumps(
                     [
                         {"op": "test", "path": "/metadata/uid", "value": n.uid},
+                        # null passes where the field is absent (unset, or cleared: "" is stored as absent)
+                        {"op": "test", "path": "/status/nominatedNodeName", "value": n.previous or None},
                         {"op": "add", "path": "/status/nominatedNodeName", "value": n.node},
                     ]
                 ).encode(),

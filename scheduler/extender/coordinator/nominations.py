@@ -13,8 +13,9 @@ The rules:
   is infeasible or expired, the PodGang went away) while it is still pending;
 - a nomination another component wrote (kube-scheduler's own, after a preemption of its own) is never overwritten
   (KEP-5278: the component that sets ``nominatedNodeName`` owns it): a pod whose nomination we did not write is left
-  alone. The check reads the store, so a write racing it can still be overwritten; and after a restart or a change
-  of leader, nominations the previous leader wrote count as another component's;
+  alone, and every write is conditional on the field still reading what we last wrote (or, for a pod we never
+  nominated, what the store shows), so one written meanwhile makes ours fail rather than replace it. After a
+  restart or a change of leader, nominations the previous leader wrote count as another component's;
 - at most one write per pod is in flight; a newer wish waits for it and goes next, so writes never land out of order;
 - a failed write is not retried: a nomination is a hint, and without it kube-scheduler scans every node as before.
   kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way;
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from scheduler.extender.cluster_writer import ClusterWriter, Nomination
 from scheduler.extender.coordinator.gang_table import GangTable
@@ -115,7 +117,17 @@ class Nominator:
         theirs = stored.status.nominatedNodeName
         if node and theirs and theirs != node and theirs != self._shown.get(pod) and pod not in self._in_flight:
             return None
-        return Nomination(stored.metadata.namespace, stored.metadata.name, stored.metadata.uid, node)
+        return Nomination(
+            stored.metadata.namespace, stored.metadata.name, stored.metadata.uid, node, previous=self._previous(pod)
+        )
+
+    def _previous(self, pod: str) -> str:
+        """Under the lock: what the pod's nominatedNodeName reads before our next write: what we last wrote, else
+        what the store shows ("" unset)."""
+        if pod in self._shown:
+            return self._shown[pod]
+        stored = self._store.pod(pod)
+        return (stored.status.nominatedNodeName or "") if stored is not None else ""
 
     def _want(self, wish: Nomination) -> list[Nomination]:
         """Under the lock: what to send now for ``wish`` (nothing while the pod's last write is in flight)."""
@@ -136,6 +148,7 @@ class Nominator:
             after = self._next.pop(pod, None)
             if after is not None and (error is not None or after.node != nomination.node):
                 self._in_flight.add(pod)
+                after = replace(after, previous=self._previous(pod))  # what the write just answered left
             else:
                 after = None
         self._metrics.nominations.labels("written" if error is None else "failed").inc()

@@ -290,3 +290,39 @@ def test_a_member_still_held_by_groves_gate_is_planned_but_not_nominated() -> No
     h.settle()
     assert len(_plan(h, "default/train")) == 4
     assert h.writer.nominations == []
+
+
+def test_a_nomination_written_elsewhere_between_our_read_and_our_write_is_never_overwritten() -> None:
+    # kube-scheduler nominates a pod itself (a preemption of its own) after the nominator read the pod and before
+    # its write lands: the write is conditional on the field still reading what we saw, so it fails and theirs stays.
+    class Racing(InMemoryClusterWriter):
+        def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+            for nomination in nominations:
+                if nomination.name == "train-w0":
+                    self.nominated_elsewhere(nomination.key, "n9")
+            super().nominate(nominations, done)
+
+    pods, pg = gang("train", workers=4, gpus=4)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], writer_type=Racing)
+    h.settle()
+    h.settle()
+    written = h.writer.nominated_nodes()
+    assert pods[0].key not in written, "ours never replaced theirs"
+    assert {p.key for p in pods[1:]} <= written.keys()
+    assert h.coordinator.metrics.nominations.labels("failed")._value.get() >= 1
+    assert h.coordinator.nominator.nominated().get(pods[0].key) is None
+
+
+def test_a_pod_we_nominated_is_moved_on_the_condition_that_it_still_reads_our_node() -> None:
+    pods, pg = gang("train", workers=4, gpus=4)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
+    h.settle()
+    first = {n.key: n for n in h.writer.nominations}
+    assert {n.previous for n in first.values()} == {""}, "never nominated: the field must still be unset"
+    plan = _plan(h, "default/train")
+    h.store.apply("Pod", "MODIFIED", _on(pods[0], plan[pods[0].key]))
+    h.store.apply("Pod", "DELETED", pods[1])  # a guaranteed member gone: the gang waits, its plan goes
+    h.settle()
+    clears = [n for n in h.writer.nominations if n.node == ""]
+    assert {n.key for n in clears} == {p.key for p in pods[2:]}
+    assert all(n.previous == plan[n.key] for n in clears), "cleared only if it still reads our node"
