@@ -92,6 +92,7 @@ class BackgroundWorker:
     def _reporting_tick(self) -> None:
         self._coordinator.reporter.retry_failed()
         self._coordinator.evictor.retry_failed()
+        self._coordinator.nominator.retry_failed()
 
     def _run(self, kinds: tuple[Kind, ...], tick: Callable[[], None]) -> None:
         while not self._stop.is_set():

@@ -17,8 +17,11 @@ The rules:
   nominated, what the store shows), so one written meanwhile makes ours fail rather than replace it. After a
   restart or a change of leader, nominations the previous leader wrote count as another component's;
 - at most one write per pod is in flight; a newer wish waits for it and goes next, so writes never land out of order;
-- a failed write is not retried: a nomination is a hint, and without it kube-scheduler scans every node as before.
-  kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way;
+- a failed nomination is not retried: it is a hint, and without it kube-scheduler scans every node as before.
+  kube-scheduler clears a nomination itself when an attempt fails with an ``Error``; that pod goes the long way.
+  A clear that failed without an answer that settles it (a 5xx, a timeout) is retried on the next tick until the API
+  shows it: a nomination left behind makes kube-scheduler hold the pod's room on that node for other pods. Its
+  precondition is the node we had written, so a retry of a clear that did land is refused (422), which settles it;
 - only the leader writes. A replica that stops leading forgets what it wrote: the next leader's plans overwrite it;
 - a bound pod is forgotten: the API server clears ``nominatedNodeName`` when it binds a pod.
 """
@@ -40,6 +43,9 @@ from scheduler.kube.errors import WriteError
 __all__ = ["Nominator"]
 
 log = logging.getLogger(__name__)
+# Answers that settle a write's fate: the pod is gone or another (404, 409: the UID test), or the field no longer
+# reads what the write assumed (422: the value test): nothing of ours is left to undo.
+_SETTLED = frozenset({404, 409, 422})
 
 
 class Nominator:
@@ -62,11 +68,15 @@ class Nominator:
         self._in_flight: set[str] = set()
         self._next: dict[str, Nomination] = {}  # pod → the wish that waits for its write in flight
         self._members: dict[str, set[str]] = {}  # gang → pods we wrote or are writing a nomination for
+        self._refs: dict[str, GangRef] = {}  # gang key → its ref, for the gangs in ``_members``
+        self._failed: dict[str, GangRef] = {}  # gangs with a clear to send again
 
     def sync(self, ref: GangRef) -> None:
         """Bring the gang's nominations in line with its plan (the background worker calls this)."""
         if not self._may_write():
             with self._lock:
+                self._refs.pop(ref.key, None)
+                self._failed.pop(ref.key, None)
                 for pod in self._members.pop(ref.key, set()):
                     self._shown.pop(pod, None)
                     self._next.pop(pod, None)
@@ -75,6 +85,7 @@ class Nominator:
         planned = basis.plan
         send: list[Nomination] = []
         with self._lock:
+            self._refs[ref.key] = ref
             members = self._members.setdefault(ref.key, set())
             for pod in sorted(members - planned.keys()):
                 # Bound by our release before the watch shows it: the API server clears the nomination itself.
@@ -94,8 +105,16 @@ class Nominator:
                     send.extend(self._want(wish))
             if not members:
                 del self._members[ref.key]
+                self._refs.pop(ref.key, None)
         if send:
             self._writer.nominate(send, self._answered)
+
+    def retry_failed(self) -> None:
+        """Send again the clears that failed unsettled (the background worker calls this once per tick)."""
+        with self._lock:
+            failed, self._failed = self._failed, {}
+        for ref in failed.values():
+            self.sync(ref)
 
     def nominated(self) -> dict[str, str]:
         """Pod → node of the nominations written and not cleared (``/debug``, tests)."""
@@ -143,6 +162,13 @@ class Nominator:
             self._in_flight.discard(pod)
             if error is None:
                 self._shown[pod] = nomination.node
+            elif not nomination.node and error.status not in _SETTLED and nomination.previous:
+                # Most likely not applied: the field still names our node. If it was, the retry's precondition
+                # (that node) is refused, which settles it.
+                self._shown[pod] = nomination.previous
+                gang = next((key for key, pods in self._members.items() if pod in pods), None)
+                if gang is not None and gang in self._refs:
+                    self._failed[gang] = self._refs[gang]
             else:
                 self._shown.pop(pod, None)  # unknown: a later plan writes it again
             after = self._next.pop(pod, None)

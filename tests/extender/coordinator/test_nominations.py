@@ -326,3 +326,61 @@ def test_a_pod_we_nominated_is_moved_on_the_condition_that_it_still_reads_our_no
     clears = [n for n in h.writer.nominations if n.node == ""]
     assert {n.key for n in clears} == {p.key for p in pods[2:]}
     assert all(n.previous == plan[n.key] for n in clears), "cleared only if it still reads our node"
+
+
+class _LosingClears(InMemoryClusterWriter):
+    """Fails the first clear of ``train-w2`` with a 503; ``applied``: the API server had written it all the same
+    (the answer was lost)."""
+
+    applied = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.clears: list[Nomination] = []
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        for nomination in nominations:
+            if nomination.name == "train-w2" and not nomination.node:
+                self.clears.append(nomination)
+                if len(self.clears) == 1:
+                    if self.applied:
+                        super().nominate([nomination], lambda n, e: None)
+                    done(nomination, WriteError("nominating: 503 Service Unavailable", status=503))
+                    continue
+            super().nominate([nomination], done)
+
+
+def _lose_a_plan(h: Harness, pods: list[Pod]) -> dict[str, str]:
+    h.settle()
+    plan = _plan(h, "default/train")
+    h.store.apply("Pod", "MODIFIED", _on(pods[0], plan[pods[0].key]))
+    h.store.apply("Pod", "DELETED", pods[1])  # the gang waits: its pending members' nominations are cleared
+    h.settle()
+    return plan
+
+
+def test_a_clear_that_failed_unanswered_is_sent_again_until_the_api_shows_it() -> None:
+    # A nomination left behind makes kube-scheduler hold the pod's room on that node for every other pod.
+    pods, pg = gang("train", workers=4, gpus=4)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], writer_type=_LosingClears)
+    plan = _lose_a_plan(h, pods)
+    writer = h.writer
+    assert isinstance(writer, _LosingClears)
+    assert [n.previous for n in writer.clears] == [plan[pods[2].key]] * 2, "sent again, on the same condition"
+    assert writer.nominated_nodes()[pods[2].key] == ""
+    h.settle()
+    assert len(writer.clears) == 2, "settled: not sent a third time"
+
+
+def test_a_clear_that_landed_though_its_answer_was_lost_is_settled_by_the_retrys_refusal() -> None:
+    class Applied(_LosingClears):
+        applied = True
+
+    pods, pg = gang("train", workers=4, gpus=4)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], writer_type=Applied)
+    _lose_a_plan(h, pods)
+    writer = h.writer
+    assert isinstance(writer, Applied)
+    assert len(writer.clears) == 2 and writer.nominated_nodes()[pods[2].key] == ""
+    h.settle()
+    assert len(writer.clears) == 2, "the retry's 422 said it was cleared: nothing left to send"
