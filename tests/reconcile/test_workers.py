@@ -50,11 +50,11 @@ def _pods_by_set(server: FakeApiServer) -> Counter[str]:
 
 
 def test_two_podcliquesets_are_reconciled_at_once() -> None:
-    """The first read of each PodCliqueSet is held until both are asked for: one worker would wait out the gate
-    (a minute: the client's timeout is longer) before the second; two go through together and both are whole at
-    once."""
+    """Each PodCliqueSet's ServiceAccount create is held until both are asked for (passes read the informers, so a
+    write is what each pass sends for sure): one worker would wait out the gate (a minute: the client's timeout is
+    longer) before the second; two go through together and both are whole at once."""
     with running() as server, _reconciling(server, workers=2, timeout=GATE_SECONDS + 30):
-        server.gate("GET", r"/podcliquesets/together-[ab]$", parties=2)
+        server.gate("POST", r"/serviceaccounts$", parties=2)
         server.apply(_named("together-a"))
         server.apply(_named("together-b"))
         within(GATE_SECONDS / 2, lambda: _pods_by_set(server) == Counter({"together-a": 8, "together-b": 8}))
