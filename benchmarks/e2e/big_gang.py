@@ -22,11 +22,9 @@ from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.workload import Gang, create_gangs, podgang_manifest
 from benchmarks.e2e.counters import by_label, counters
+from benchmarks.e2e.phase import NAMESPACE, QPS
 
 __all__ = ["run_big_gang"]
-
-NAMESPACE = "bench"
-QPS = {"clientConnection": {"qps": 500, "burst": 500}}
 
 
 def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) -> None:

@@ -41,11 +41,11 @@ from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import Counters, counters, per_pod, short
+from benchmarks.e2e.phase import QPS
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, ms_per_pod, thread_cpu, thread_names
 
 __all__ = ["FlowPhase", "flow_report", "pcs_manifest", "run_phase"]
 
-QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # kube-scheduler's, as in bench_e2e --real
 PROFILE_SECONDS = 30.0  # kube-apiserver's CPU profile covers the flow's first half minute
 SETTLE_SECONDS = 4.0  # after the last bind: the PodGang and PodCliqueSet status writes that follow
 

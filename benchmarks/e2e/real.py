@@ -64,7 +64,7 @@ from benchmarks.e2e.big_gang import run_big_gang
 from benchmarks.e2e.counters import Counters, by_label, counters, per_pod
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.mix import USED, Mix, mix_workload
-from benchmarks.e2e.phase import PROFILE_SECONDS, Phase, Queue, Uniform
+from benchmarks.e2e.phase import NAMESPACE, PROFILE_SECONDS, QPS, Phase, Queue, Uniform
 from benchmarks.e2e.processes import (
     Sampler,
     by_thread,
@@ -78,9 +78,7 @@ from benchmarks.e2e.real_report import report
 
 __all__ = ["add_arguments", "run_real"]
 
-NAMESPACE = "bench"
 HTTP_SERVERS = ("builtin", "hypercorn")  # serve --http-server
-QPS = {"clientConnection": {"qps": 500, "burst": 500}}  # both phases: the client limit is not what is measured
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
