@@ -12,6 +12,15 @@ literal that inserts, a table size update, new settings) may change what an inde
 remembered. ``h2`` takes these as drop-in replacements for its ``decoder`` and ``encoder`` attributes (swapped in by
 ``api.http.fences.h2_fence``); the one thing hpack tells only privately, whether the encoder owes a table size
 update, is asked of ``api.http.fences.hpack_fence``.
+
+The decoder also refuses, before decoding anything, a block longer than the header list it may decode to, or one of
+more than ``MAX_HEADER_FIELDS`` fields: hpack checks the list's size only as it decodes, field by field in Python, so a
+large block (a flood of CONTINUATION frames, CVE-2024-27316) or thousands of one-byte indexed fields held the event
+loop for the whole walk before being refused. Every field representation decodes to at least as many bytes of the
+header list as it takes in the block (RFC 9113 §6.5.2 counts each field's name and value plus 32), unless it uses
+Huffman codes longer than the bytes they stand for, which no encoder chooses. The refusal ends the connection
+(hpack's ``OversizedHeaderListError``, which h2 answers with GOAWAY ``ENHANCE_YOUR_CALM``): the block was not
+decoded, so the compression context is lost.
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from hpack import Decoder, Encoder, HeaderTuple
+from hpack.exceptions import OversizedHeaderListError
 
 from api.http.fences.hpack_fence import owes_size_update
+from api.http.limits import MAX_HEADER_FIELDS
 
-__all__ = ["MAX_REMEMBERED", "RememberingDecoder", "RememberingEncoder", "indexed_only"]
+__all__ = ["MAX_REMEMBERED", "RememberingDecoder", "RememberingEncoder", "fields_over", "indexed_only"]
 
 MAX_REMEMBERED = 64
 """Blocks remembered per connection (kube-scheduler's two verbs need a few: one per body length); emptied when full."""
@@ -49,6 +60,64 @@ def indexed_only(block: bytes) -> bool:
     return at == end
 
 
+def fields_over(block: bytes, limit: int) -> bool:
+    """Whether ``block`` holds more than ``limit`` field representations (RFC 7541 §6), read without decoding any
+    string and stopping at the first one over. A block cut short says False: hpack's decoder then says why."""
+    at, end, fields = 0, len(block), 0
+    while at < end:
+        first = block[at]
+        if first & 0x80:  # indexed (§6.1): an index alone
+            at = _skip_integer(block, at, 0x7F)
+        elif first & 0xE0 == 0x20:  # a dynamic table size update (§6.3): not a field
+            at = _skip_integer(block, at, 0x1F)
+            continue
+        else:  # a literal (§6.2): an index, or a name when it is 0, then a value
+            mask = 0x3F if first & 0xC0 == 0x40 else 0x0F
+            named = first & mask == 0
+            at = _skip_integer(block, at, mask)
+            if named:
+                at = _skip_string(block, at)
+            at = _skip_string(block, at)
+        fields += 1
+        if fields > limit:
+            return True
+    return False
+
+
+def _skip_integer(block: bytes, at: int, mask: int) -> int:
+    """Past an integer whose prefix is ``mask`` of the byte at ``at`` (RFC 7541 §5.1)."""
+    if block[at] & mask != mask:
+        return at + 1
+    at += 1
+    while at < len(block) and block[at] & 0x80:
+        at += 1
+    return at + 1
+
+
+def _skip_string(block: bytes, at: int) -> int:
+    """Past a string literal (RFC 7541 §5.2): its length, then that many octets."""
+    if at >= len(block):
+        return len(block) + 1
+    length, shift = block[at] & 0x7F, 0
+    at += 1
+    if length == 0x7F:
+        while at < len(block):
+            byte = block[at]
+            at += 1
+            length += (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80 or shift > 28:
+                break
+    return at + length
+
+
+def _refuse_unread(block: bytes, max_list: int) -> None:
+    if len(block) > max_list:
+        raise OversizedHeaderListError(f"header block of {len(block)} bytes is over the {max_list}-byte list limit")
+    if fields_over(block, MAX_HEADER_FIELDS):
+        raise OversizedHeaderListError(f"header block of more than {MAX_HEADER_FIELDS} fields")
+
+
 class RememberingDecoder(Decoder):
     """``hpack.Decoder`` that answers an indexed-only block it decoded before, while the table is unchanged."""
 
@@ -65,6 +134,7 @@ class RememberingDecoder(Decoder):
     def decode(self, data: bytes, raw: bool = False) -> Iterable[HeaderTuple]:
         if not raw or type(data) is not bytes:
             self._blocks.clear()
+            _refuse_unread(bytes(data), self.max_header_list_size)
             return super().decode(data, raw)
         bounds = self._current_bounds()
         if bounds != self._bounds:
@@ -74,6 +144,7 @@ class RememberingDecoder(Decoder):
             known = self._blocks.get(data)
             if known is not None:
                 return list(known)
+        _refuse_unread(data, self.max_header_list_size)
         if not indexed_only(data):
             self._blocks.clear()  # before decoding: a block that fails halfway may have changed the table already
             return super().decode(data, raw)

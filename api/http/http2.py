@@ -43,25 +43,51 @@ from h2.events import (
     StreamReset,
     WindowUpdated,
 )
-from h2.exceptions import H2Error
+from h2.exceptions import DenialOfServiceError, H2Error
 from h2.settings import SettingCodes
 from starlette.types import ASGIApp, Message
 
+from api.http.budgets import Budget, QuietLog
 from api.http.fences.eager_fence import start_eagerly
-from api.http.fences.h2_fence import server_connection
+from api.http.fences.h2_fence import HEADERS, RESET, server_connection
 from api.http.fences.hyperframe_fence import shorten_frame_reprs
 from api.http.fences.uvicorn_fence import ServerState
 from api.http.header_blocks import RememberingDecoder, RememberingEncoder
-from api.http.request_fields import CONNECTION_HEADERS, request_fields
+from api.http.request_fields import CONNECTION_HEADERS, content_length, request_fields
 from api.http.whole_requests import Reply, WholeHandler, WholeRequests
 
-__all__ = ["MAX_STREAMS", "WHOLE_BYTES", "Http2Protocol", "ServerState"]
+__all__ = [
+    "CHURN_BURST",
+    "CHURN_PER_SECOND",
+    "CONTROL_BURST",
+    "CONTROL_PER_SECOND",
+    "MAX_STREAMS",
+    "WHOLE_BYTES",
+    "Http2Protocol",
+    "ServerState",
+]
 
 log = logging.getLogger(__name__)
+_quiet = QuietLog(log)  # what misbehaving clients make us say: one line per reason per interval, for all of them
 
 MAX_STREAMS = 256
 """Requests in flight on one connection: kube-scheduler's scheduling loop and its binding goroutines, with room."""
 
+
+CHURN_BURST = 4 * MAX_STREAMS
+CHURN_PER_SECOND = 128.0
+"""Streams a connection may end without an answer, at once and then per second: reset by the client before it was
+answered, or refused by us for being over ``MAX_STREAMS``. kube-scheduler resets a call only when it gives up on it
+(after its own timeout, seconds); opening and resetting streams as fast as the network allows is CVE-2023-44487."""
+
+CONTROL_BURST = 1024
+CONTROL_PER_SECOND = 128.0
+CONTROL_PER_REQUEST = 1.0
+CONTROL_PER_DATA_SENT = 2.0
+"""Control frames (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, an empty DATA frame, anything but a request's HEADERS,
+CONTINUATION or DATA) a connection may send at once, then per second, plus a few for each request it makes and each
+DATA frame it is sent (a reader reopens its windows for them): each costs a turn of h2 and some an answer, and a
+client that sends thousands while never reading makes the server queue answers nobody takes."""
 
 WHOLE_BYTES = 16 * 1024
 """Request body a connection holds, unacknowledged, for streams it will serve whole once their END_STREAM arrives (a
@@ -81,6 +107,7 @@ class _Head(NamedTuple):
     query: bytes
     headers: list[tuple[bytes, bytes]]  # with host from :authority when it had none; copied for each stream
     whole: WholeHandler | None  # the app's handler for it whole, if it has one
+    length: int | None  # its content-length, if it declared one
 
 
 class _Stream:
@@ -92,6 +119,10 @@ class _Stream:
         self.arrived = asyncio.Event()  # a chunk, the end, or the close
         self.window = asyncio.Event()  # the client opened its flow-control window again
         self.head: _Head | None = None  # unless malformed
+        self.received = 0  # body bytes, as a declared content-length counts them
+        self.served = False  # handed to the app
+        self.working = False  # the app's work for it has not ended (it may outlive a reset)
+        self.released = False  # no longer counted against MAX_STREAMS
 
     def wake(self) -> None:
         self.arrived.set()
@@ -129,8 +160,16 @@ class Http2Protocol(asyncio.Protocol):
             },
             decoder=RememberingDecoder,
             encoder=RememberingEncoder,
+            streams_opened=2 * MAX_STREAMS,  # the protocol refuses a stream past MAX_STREAMS itself, not h2
+            on_frame=self._frame,
         )
         self._streams: dict[int, _Stream] = {}
+        self._busy = 0  # streams counted against MAX_STREAMS: open, or their work still running
+        self._churn: Budget  # from connection_made, as the budgets below
+        self._control: Budget
+        self._writable = asyncio.Event()  # the transport takes more: cleared while it asks us to pause
+        self._writable.set()
+        self._stalled: asyncio.TimerHandle | None = None  # ends a connection whose client stopped reading
         self._transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop  # from connection_made
         self._client: tuple[str, int] | None = None
@@ -155,6 +194,9 @@ class Http2Protocol(asyncio.Protocol):
         self._client = _address(transport.get_extra_info("peername"))
         self._server = _address(transport.get_extra_info("sockname"))
         self._state.connections.add(self)
+        now = self._loop.time()
+        self._churn = Budget(burst=CHURN_BURST, per_second=CHURN_PER_SECOND, now=now)
+        self._control = Budget(burst=CONTROL_BURST, per_second=CONTROL_PER_SECOND, now=now)
         self._h2.initiate_connection()
         self._flush()
         self._arm_idle(self._request_timeout)  # the client preface and a first request are due like a request
@@ -162,8 +204,9 @@ class Http2Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             events = self._h2.receive_data(data)
-        except H2Error as err:
-            log.info("closing an HTTP/2 connection after a protocol error client=%s error=%s", self._client, err)
+        except H2Error as err:  # h2 has queued its GOAWAY
+            reason = "too_much" if isinstance(err, DenialOfServiceError) else "protocol_error"
+            _quiet(reason, "ending an HTTP/2 connection client=%s error=%s", self._client, err)
             self._flush()
             self._close()
             return
@@ -178,6 +221,8 @@ class Http2Protocol(asyncio.Protocol):
         self._disarm_idle()
         _cancel(self._idle)
         _cancel(self._deadlines)
+        _cancel(self._stalled)
+        self._writable.set()  # replies waiting for room find the stream closed
         self._arrivals.clear()
         self._waiting.clear()
         for stream in list(self._streams.values()):
@@ -186,6 +231,34 @@ class Http2Protocol(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         return None  # close: a client that half-closes sends nothing more
+
+    def pause_writing(self) -> None:
+        """The client reads slower than we answer: read nothing more from it (its frames would only queue more
+        answers) until it catches up, and end the connection if it has not within the request timeout."""
+        if self._transport is None:
+            return
+        self._writable.clear()
+        self._transport.pause_reading()
+        _cancel(self._stalled)
+        self._stalled = self._loop.call_later(self._request_timeout, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+        _cancel(self._stalled)
+        self._stalled = None
+        if self._transport is not None:
+            self._transport.resume_reading()
+
+    def _write_stalled(self) -> None:
+        self._stalled = None
+        _quiet(
+            "not_reading",
+            "ending an HTTP/2 connection whose client read nothing for %gs client=%s",
+            self._request_timeout,
+            self._client,
+        )
+        if self._transport is not None:
+            self._transport.abort()  # a GOAWAY would wait behind what it does not read
 
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown: no new streams (GOAWAY); close once those in flight are answered."""
@@ -199,6 +272,18 @@ class Http2Protocol(asyncio.Protocol):
 
     # --- frames ------------------------------------------------------------------------------------------------
 
+    def _frame(self, kind: str, name: str) -> None:
+        """Each frame received but a request's CONTINUATION and DATA, before h2 handles it: what it costs the
+        client's budgets. Raises h2's ``DenialOfServiceError`` for one they do not cover; h2 then ends the connection
+        with GOAWAY ``ENHANCE_YOUR_CALM``."""
+        if kind == HEADERS:
+            self._control.credit(CONTROL_PER_REQUEST)
+        elif kind == RESET:
+            if not self._churn.spend(self._loop.time()):
+                raise DenialOfServiceError(f"more than {CHURN_BURST:g} streams reset at once (rapid reset)")
+        elif not self._control.spend(self._loop.time()):
+            raise DenialOfServiceError(f"more than {CONTROL_BURST:g} control frames at once (last: {name})")
+
     def _on(self, event: Event) -> None:
         if isinstance(event, RequestReceived):
             self._start(event)
@@ -206,6 +291,10 @@ class Http2Protocol(asyncio.Protocol):
             stream = self._streams.get(event.stream_id or 0)
             if stream is not None and not stream.closed and event.data is not None:
                 stream.chunks.append((event.data, event.flow_controlled_length or 0))
+                stream.received += len(event.data)
+                if stream.head is not None and stream.head.length is not None and stream.received > stream.head.length:
+                    self._malformed(stream, f"body longer than its content-length {stream.head.length}")
+                    return
                 stream.arrived.set()
             elif event.stream_id:  # a stream already answered or reset: reopen the connection's window alone
                 with contextlib.suppress(H2Error):
@@ -217,6 +306,8 @@ class Http2Protocol(asyncio.Protocol):
                 stream.arrived.set()
                 if stream.closed:  # answered before its request had all arrived: now it has
                     self._drop(stream)
+                elif (head := stream.head) is not None and head.length is not None and stream.received != head.length:
+                    self._malformed(stream, f"body of {stream.received} bytes, not its content-length {head.length}")
         elif isinstance(event, StreamReset):
             stream = self._streams.get(event.stream_id or 0)
             if stream is not None:
@@ -244,6 +335,9 @@ class Http2Protocol(asyncio.Protocol):
 
     def _start(self, event: RequestReceived) -> None:
         stream_id = event.stream_id or 0
+        if self._busy >= MAX_STREAMS:
+            self._refuse_stream(stream_id)
+            return
         fields = cast(list[tuple[bytes, bytes]], event.headers or [])
         key = tuple(fields)
         head = self._heads.get(key)
@@ -254,22 +348,50 @@ class Http2Protocol(asyncio.Protocol):
             self._heads[key] = head
         stream = _Stream(stream_id)
         self._streams[stream_id] = stream
+        self._busy += 1
         self._disarm_idle()
         if event.stream_ended is not None:
             stream.ended = True
         else:
             self._due(stream)
         if isinstance(head, str):
-            log.info("refusing a malformed HTTP/2 request client=%s reason=%s", self._client, head)
-            self._refuse(stream, head)
+            self._malformed(stream, head)
             return
         stream.head = head
-        if head.whole is None:
-            self._serve_asgi(stream)
+        if stream.ended and head.length:
+            self._malformed(stream, f"no body, but a content-length of {head.length}")
+        elif head.whole is None or (not stream.ended and head.length is not None and head.length > WHOLE_BYTES):
+            self._serve_asgi(stream)  # the app reads the body as it comes, or refuses one declared too large at once
         elif stream.ended:
             self._serve_whole(stream)
         else:
             self._waiting.append(stream)
+
+    def _refuse_stream(self, stream_id: int) -> None:
+        """A stream past ``MAX_STREAMS`` (counting those whose work still runs) is refused alone (RFC 9113 §5.1.2);
+        refusals spend the budget resets do, so a client cannot make opening streams free instead."""
+        with contextlib.suppress(H2Error):
+            self._h2.reset_stream(stream_id, error_code=ErrorCodes.REFUSED_STREAM)
+        self._flush()
+        if not self._churn.spend(self._loop.time()):
+            self._calm("refused_streams", f"more than {CHURN_BURST:g} streams refused at once")
+
+    def _calm(self, reason: str, detail: str) -> None:
+        """End the connection with GOAWAY ``ENHANCE_YOUR_CALM``: it overspent a budget."""
+        _quiet(reason, "ending an HTTP/2 connection client=%s error=%s", self._client, detail)
+        if self._transport is None:
+            return
+        with contextlib.suppress(H2Error):
+            self._h2.close_connection(error_code=ErrorCodes.ENHANCE_YOUR_CALM)
+        self._close()
+
+    def _malformed(self, stream: _Stream, reason: str) -> None:
+        """A 400 naming what is wrong if the app has not taken the request yet, else a reset (RFC 9113 §8.1.1)."""
+        _quiet("malformed", "refusing a malformed HTTP/2 request client=%s detail=%s", self._client, reason)
+        if stream.served:
+            self._reset(stream, ErrorCodes.PROTOCOL_ERROR)
+        else:
+            self._refuse(stream, reason)
 
     def _head(self, fields: list[tuple[bytes, bytes]]) -> _Head | str:
         """What a request's header fields say, or why it is malformed."""
@@ -279,8 +401,11 @@ class Http2Protocol(asyncio.Protocol):
         pseudo, headers = checked
         raw_path, _, query = pseudo[b":path"].partition(b"?")
         method, path = pseudo[b":method"].decode("ascii"), unquote(raw_path.decode("ascii"))
+        length = content_length(headers)
+        if isinstance(length, str):
+            return length
         whole = self._whole.whole(method, path) if self._whole is not None else None
-        return _Head(method, path, raw_path, query, headers, whole)
+        return _Head(method, path, raw_path, query, headers, whole, length)
 
     def _serve_arrived(self) -> None:
         """After a read: serve whole the waiting streams whose request has arrived. The bodies of those still
@@ -320,7 +445,8 @@ class Http2Protocol(asyncio.Protocol):
             "server": self._server,
             "state": {},
         }
-        self._track(self._loop.create_task(self._serve(stream, scope)))
+        stream.served = stream.working = True
+        self._track(self._loop.create_task(self._serve(stream, scope)), stream)
 
     def _serve_whole(self, stream: _Stream) -> None:
         head = stream.head
@@ -329,6 +455,7 @@ class Http2Protocol(asyncio.Protocol):
         body = chunks[0][0] if len(chunks) == 1 else b"".join(data for data, _ in chunks)
         self._acknowledge(stream, sum(length for _, length in chunks))  # taken by the app
         chunks.clear()
+        stream.served = stream.working = True
         self._run_now(stream, self._answer_whole(stream, head.whole(body, list(head.headers)), head.path))
 
     def _run_now(self, stream: _Stream, answer: Coroutine[Any, Any, None]) -> None:
@@ -338,15 +465,30 @@ class Http2Protocol(asyncio.Protocol):
             task = start_eagerly(answer, self._loop)
         except Exception:
             log.exception("HTTP/2 stream failed stream=%d", stream.id)
+            self._work_done(stream)
             if not stream.closed:
                 self._reset(stream, ErrorCodes.INTERNAL_ERROR)
             return
-        if task is not None:
-            self._track(task)
+        if task is None:
+            self._work_done(stream)
+        else:
+            self._track(task, stream)
 
-    def _track(self, task: asyncio.Task[None]) -> None:
+    def _track(self, task: asyncio.Task[None], stream: _Stream) -> None:
         self._state.tasks.add(task)
         task.add_done_callback(self._state.tasks.discard)
+        task.add_done_callback(lambda _: self._work_done(stream))
+
+    def _work_done(self, stream: _Stream) -> None:
+        stream.working = False
+        self._release(stream)
+
+    def _release(self, stream: _Stream) -> None:
+        """A stream stops counting against ``MAX_STREAMS`` once it is closed and its work has ended: a reset does not
+        stop what the request started, so a stream reset at once still holds its place while its work runs."""
+        if stream.closed and not stream.working and not stream.released:
+            stream.released = True
+            self._busy -= 1
 
     def _refuse(self, stream: _Stream, reason: str) -> None:
         """A 400 naming what is wrong, instead of the app (RFC 9113 §8.1.1 lets a server answer a malformed request
@@ -470,25 +612,45 @@ class Http2Protocol(asyncio.Protocol):
 
     async def _send_data(self, stream: _Stream, body: bytes, *, end: bool) -> None:
         view = memoryview(body)
+        deadline: float | None = None  # set once the reply first waits for room
         while not stream.closed:
             try:
                 window = self._h2.local_flow_control_window(stream.id)
                 size = min(window, self._h2.max_outbound_frame_size, len(view))
-                if size <= 0 and view:
-                    stream.window.clear()
-                    await stream.window.wait()
+                if (size <= 0 and view) or not self._writable.is_set():
+                    if deadline is None:
+                        deadline = self._loop.time() + self._request_timeout
+                    if not await self._room(stream, deadline):
+                        self._calm("reply_not_taken", f"a reply found no room for {self._request_timeout:g}s")
+                        return
                     continue
                 last = size == len(view)
                 self._h2.send_data(stream.id, bytes(view[:size]), end_stream=end and last)  # END_STREAM rides along
             except H2Error:
                 self._drop(stream)
                 return
+            self._control.credit(CONTROL_PER_DATA_SENT)
             view = view[size:]
             self._flush()
             if last:
                 break
         if end and not stream.closed:
             self._finish(stream)
+
+    async def _room(self, stream: _Stream, deadline: float) -> bool:
+        """Wait for the client to take more of a reply: to open its window or to read what the transport holds.
+        False if it has not by ``deadline``: a client that holds a reply's window shut (or reads nothing) would
+        otherwise keep the stream, and the reply, for as long as it likes."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                if not self._writable.is_set():
+                    await self._writable.wait()
+                else:
+                    stream.window.clear()
+                    await stream.window.wait()
+        except TimeoutError:
+            return stream.closed  # closed meanwhile: nothing is owed, and the loop above ends
+        return True
 
     # --- bookkeeping -------------------------------------------------------------------------------------------
 
@@ -507,6 +669,7 @@ class Http2Protocol(asyncio.Protocol):
             stream.closed = True
             self._discard(stream)
             stream.wake()
+            self._release(stream)
             return
         self._drop(stream)
 
@@ -531,6 +694,7 @@ class Http2Protocol(asyncio.Protocol):
         stream.closed = True
         self._discard(stream)
         stream.wake()
+        self._release(stream)
         if self._streams.pop(stream.id, None) is not None and not self._streams:
             if self._closing:
                 self._close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import cast
 
-__all__ = ["CONNECTION_HEADERS", "request_fields"]
+__all__ = ["CONNECTION_HEADERS", "content_length", "request_fields"]
 
 CONNECTION_HEADERS = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 """HTTP/1.1's connection-specific headers, which HTTP/2 forbids (RFC 9113 §8.2.2)."""
@@ -62,6 +62,25 @@ def request_fields(fields: list[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes
     if host is None:
         headers.append((b"host", cast(bytes, authority)))
     return pseudo, headers
+
+
+def content_length(headers: list[tuple[bytes, bytes]]) -> int | str | None:
+    """The body's length a request declares, ``None`` if it declares none, or why its ``content-length`` is
+    malformed (RFC 9110 §8.6: digits only; repeated, the same value)."""
+    length: int | None = None
+    for name, value in headers:
+        if name != b"content-length":
+            continue
+        if not value.isdigit() or len(value) > 18:  # isdigit also takes non-ASCII digits: those fail int() below
+            return f"field 'content-length' is not a number of bytes: {_show(value[:32])}"
+        try:
+            declared = int(value)
+        except ValueError:
+            return f"field 'content-length' is not a number of bytes: {_show(value[:32])}"
+        if length is not None and declared != length:
+            return "field 'content-length' repeated with another value"
+        length = declared
+    return length
 
 
 def _show(name: bytes) -> str:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from hpack import Decoder, Encoder, NeverIndexedHeaderTuple, OversizedHeaderListError
+from hpack import Decoder, Encoder, HeaderTuple, NeverIndexedHeaderTuple, OversizedHeaderListError
+from hypothesis import given
+from hypothesis import strategies as st
 
-from api.http.header_blocks import RememberingDecoder, RememberingEncoder, indexed_only
+from api.http.header_blocks import RememberingDecoder, RememberingEncoder, fields_over, indexed_only
 
 SCHEDULER = [
     (b":method", b"POST"),
@@ -106,3 +108,32 @@ def test_fields_that_must_never_be_indexed_keep_their_encoding() -> None:
     first, second = encoder.encode(secret), encoder.encode(iter(secret))  # a generator is read once, whole
     assert first == second == Encoder().encode(secret)
     assert not indexed_only(first)
+
+
+_FIELD = st.tuples(
+    st.sampled_from([b":method", b":path", b"content-type", b"x-a", b"x-" + b"n" * 200]),
+    st.binary(min_size=0, max_size=300),
+    st.booleans(),  # sensitive: a never-indexed literal
+)
+
+
+@given(
+    fields=st.lists(_FIELD, max_size=40),
+    limit=st.integers(min_value=0, max_value=45),
+    huffman=st.booleans(),
+    table=st.sampled_from([None, 0, 256]),
+)
+def test_fields_over_counts_every_representation_as_hpack_decodes_it(
+    fields: list[tuple[bytes, bytes, bool]], limit: int, huffman: bool, table: int | None
+) -> None:
+    """Indexed fields, literals with and without indexing, new names and indexed ones, long lengths and table size
+    updates: ``fields_over`` reads as many fields from a block as hpack decodes from it."""
+    encoder = Encoder()
+    if table is not None:
+        encoder.header_table_size = table  # the next block starts with a table size update
+    headers = [NeverIndexedHeaderTuple(n, v) if sensitive else HeaderTuple(n, v) for n, v, sensitive in fields]
+    first = encoder.encode(headers, huffman=huffman)
+    again = encoder.encode(headers, huffman=huffman)  # now mostly indexed
+    for block in (first, again):
+        assert fields_over(block, limit) == (len(fields) > limit)
+    assert len(Decoder().decode(first, raw=True)) == len(fields)

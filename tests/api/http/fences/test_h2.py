@@ -11,13 +11,22 @@ from typing import Any
 import pytest
 from h2.config import H2Configuration
 from h2.connection import H2Connection
-from h2.events import Event, RemoteSettingsChanged, RequestReceived
-from h2.exceptions import ProtocolError
-from h2.settings import SettingCodes
+from h2.errors import ErrorCodes
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    Event,
+    RemoteSettingsChanged,
+    RequestReceived,
+    StreamEnded,
+)
+from h2.exceptions import DenialOfServiceError, ProtocolError, TooManyStreamsError
+from h2.settings import SettingCodes, Settings
 from h2.utilities import HeaderValidationFlags, validate_headers
 from hpack import Decoder, Encoder, HeaderTuple
+from hyperframe.frame import RstStreamFrame
 
-from api.http.fences.h2_fence import server_connection
+from api.http.fences.h2_fence import CONTROL, HEADERS, RESET, server_connection
 from api.http.request_fields import request_fields
 
 
@@ -149,3 +158,78 @@ def test_with_its_checks_off_h2_hands_a_malformed_request_through_and_request_fi
 def test_a_well_formed_request_passes_both() -> None:
     assert list(validate_headers(REQUEST, _AS_SERVER)) == REQUEST
     assert not isinstance(request_fields(REQUEST), str)
+
+
+def test_h2_opens_streams_past_the_announced_limit_up_to_the_one_enforced() -> None:
+    """The SETTINGS frame says ``MAX_CONCURRENT_STREAMS`` (7 here), while h2 itself lets 9 be open: the protocol refuses
+    the 8th stream alone, where h2 would end the connection."""
+    pair = Pair()
+    pair.server = server_connection(
+        settings=SETTINGS, decoder=RecordingDecoder, encoder=RecordingEncoder, streams_opened=9
+    )
+    pair.server.initiate_connection()
+    pair.exchange()
+    changed = [e for e in pair.to_client if isinstance(e, RemoteSettingsChanged)]
+    assert changed[0].changed_settings[SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 7
+    pair.client.remote_settings = Settings(client=True, initial_values={SettingCodes.MAX_CONCURRENT_STREAMS: 100})
+    for stream in range(1, 19, 2):
+        pair.client.send_headers(stream, REQUEST)
+    assert len([e for e in pair.exchange() if isinstance(e, RequestReceived)]) == 9
+    pair.client.send_headers(19, REQUEST)
+    with pytest.raises(TooManyStreamsError):
+        pair.exchange()
+
+
+@pytest.mark.parametrize("length", [b"abc", b"1"])
+def test_h2_tracks_no_content_length_and_hands_a_bad_one_through(length: bytes) -> None:
+    pair = Pair()
+    pair.exchange()
+    pair.client.send_headers(1, [*REQUEST, (b"content-length", length)])
+    pair.client.send_data(1, b"{}{}", end_stream=True)
+    events = pair.exchange()
+    assert [e.headers for e in events if isinstance(e, RequestReceived)] == [[*REQUEST, (b"content-length", length)]]
+    assert [e.data for e in events if isinstance(e, DataReceived)] == [b"{}{}"]
+    assert any(isinstance(e, StreamEnded) for e in events)
+
+
+def test_every_frame_but_a_requests_own_is_told_before_h2_handles_it_and_may_end_the_connection() -> None:
+    heard: list[tuple[str, str]] = []
+    pair = Pair()
+    pair.server = server_connection(
+        settings=SETTINGS,
+        decoder=RecordingDecoder,
+        encoder=RecordingEncoder,
+        on_frame=lambda kind, name: heard.append((kind, name)),
+    )
+    pair.server.initiate_connection()
+    pair.exchange()
+    pair.exchange()
+    heard.clear()  # the client's preface: SETTINGS, and its ACK of ours
+    pair.client.send_headers(1, [*REQUEST, (b"x-big", b"x" * 1000)], end_stream=False)
+    pair.client.send_data(1, b"body")
+    pair.client.send_data(1, b"")
+    pair.client.ping(b"12345678")
+    pair.client.increment_flow_control_window(1)
+    pair.client.reset_stream(1)
+    pair.exchange()
+    pair.server.receive_data(RstStreamFrame(3).serialize())  # a stream h2 never saw: no event, but told all the same
+    assert heard == [
+        (HEADERS, "HeadersFrame"),
+        (CONTROL, "empty DATA"),
+        (CONTROL, "PingFrame"),
+        (CONTROL, "WindowUpdateFrame"),
+        (RESET, "RstStreamFrame"),
+        (RESET, "RstStreamFrame"),
+    ]
+
+    def refuse(kind: str, name: str) -> None:
+        raise DenialOfServiceError("too much")
+
+    pair.server._on_frame = refuse  # type: ignore[attr-defined]
+    pair.client.ping(b"12345678")
+    with pytest.raises(DenialOfServiceError):
+        pair.exchange()
+    assert any(
+        isinstance(e, ConnectionTerminated) and e.error_code == ErrorCodes.ENHANCE_YOUR_CALM
+        for e in pair.client.receive_data(pair.server.data_to_send())
+    ), "h2 no longer answers a DenialOfServiceError raised while receiving with GOAWAY ENHANCE_YOUR_CALM"
