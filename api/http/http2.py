@@ -61,6 +61,7 @@ __all__ = [
     "CHURN_PER_SECOND",
     "CONTROL_BURST",
     "CONTROL_PER_SECOND",
+    "ENDING_SECONDS",
     "MAX_STREAMS",
     "WHOLE_BYTES",
     "Http2Protocol",
@@ -88,6 +89,9 @@ CONTROL_PER_DATA_SENT = 2.0
 CONTINUATION or DATA) a connection may send at once, then per second, plus a few for each request it makes and each
 DATA frame it is sent (a reader reopens its windows for them): each costs a turn of h2 and some an answer, and a
 client that sends thousands while never reading makes the server queue answers nobody takes."""
+
+ENDING_SECONDS = 1.0
+"""How long a connection ended for misbehaving may take to close before it is aborted."""
 
 WHOLE_BYTES = 16 * 1024
 """Request body a connection holds, unacknowledged, for streams it will serve whole once their END_STREAM arrives (a
@@ -167,9 +171,9 @@ class Http2Protocol(asyncio.Protocol):
         self._busy = 0  # streams counted against MAX_STREAMS: open, or their work still running
         self._churn: Budget  # from connection_made, as the budgets below
         self._control: Budget
-        self._writable = asyncio.Event()  # the transport takes more: cleared while it asks us to pause
-        self._writable.set()
+        self._writable = True  # the transport takes more: False while it asks us to pause
         self._stalled: asyncio.TimerHandle | None = None  # ends a connection whose client stopped reading
+        self._ending: asyncio.TimerHandle | None = None  # aborts a connection we ended, should its close hang
         self._transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop  # from connection_made
         self._client: tuple[str, int] | None = None
@@ -202,13 +206,14 @@ class Http2Protocol(asyncio.Protocol):
         self._arm_idle(self._request_timeout)  # the client preface and a first request are due like a request
 
     def data_received(self, data: bytes) -> None:
+        if self._ending is not None:
+            return  # what a client sends after we ended its connection is not worth decoding
         try:
             events = self._h2.receive_data(data)
         except H2Error as err:  # h2 has queued its GOAWAY
             reason = "too_much" if isinstance(err, DenialOfServiceError) else "protocol_error"
             _quiet(reason, "ending an HTTP/2 connection client=%s error=%s", self._client, err)
-            self._flush()
-            self._close()
+            self._end()
             return
         for event in events:
             self._on(event)
@@ -222,7 +227,7 @@ class Http2Protocol(asyncio.Protocol):
         _cancel(self._idle)
         _cancel(self._deadlines)
         _cancel(self._stalled)
-        self._writable.set()  # replies waiting for room find the stream closed
+        _cancel(self._ending)
         self._arrivals.clear()
         self._waiting.clear()
         for stream in list(self._streams.values()):
@@ -237,13 +242,15 @@ class Http2Protocol(asyncio.Protocol):
         answers) until it catches up, and end the connection if it has not within the request timeout."""
         if self._transport is None:
             return
-        self._writable.clear()
+        self._writable = False
         self._transport.pause_reading()
         _cancel(self._stalled)
         self._stalled = self._loop.call_later(self._request_timeout, self._write_stalled)
 
     def resume_writing(self) -> None:
-        self._writable.set()
+        self._writable = True
+        for stream in self._streams.values():  # replies waiting for room look again
+            stream.window.set()
         _cancel(self._stalled)
         self._stalled = None
         if self._transport is not None:
@@ -383,7 +390,19 @@ class Http2Protocol(asyncio.Protocol):
             return
         with contextlib.suppress(H2Error):
             self._h2.close_connection(error_code=ErrorCodes.ENHANCE_YOUR_CALM)
+        self._end()
+
+    def _end(self) -> None:
+        """Close after a GOAWAY for a misbehaving client, and abort if that has not closed it within
+        ``ENDING_SECONDS``: a TLS close waits for the client to read what is queued and to answer our close_notify,
+        and a client that does neither would keep the socket, and us decrypting what it still sends."""
+        if self._ending is None and self._transport is not None:
+            self._ending = self._loop.call_later(ENDING_SECONDS, self._abort)
         self._close()
+
+    def _abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
 
     def _malformed(self, stream: _Stream, reason: str) -> None:
         """A 400 naming what is wrong if the app has not taken the request yet, else a reset (RFC 9113 §8.1.1)."""
@@ -617,12 +636,15 @@ class Http2Protocol(asyncio.Protocol):
             try:
                 window = self._h2.local_flow_control_window(stream.id)
                 size = min(window, self._h2.max_outbound_frame_size, len(view))
-                if (size <= 0 and view) or not self._writable.is_set():
+                if (size <= 0 and view) or not self._writable:
+                    # A client that holds a reply's window shut, or reads nothing, would otherwise keep the stream
+                    # and the reply for as long as it likes.
                     if deadline is None:
                         deadline = self._loop.time() + self._request_timeout
-                    if not await self._room(stream, deadline):
+                    elif self._loop.time() >= deadline:
                         self._calm("reply_not_taken", f"a reply found no room for {self._request_timeout:g}s")
                         return
+                    await self._room(stream, deadline)
                     continue
                 last = size == len(view)
                 self._h2.send_data(stream.id, bytes(view[:size]), end_stream=end and last)  # END_STREAM rides along
@@ -637,20 +659,16 @@ class Http2Protocol(asyncio.Protocol):
         if end and not stream.closed:
             self._finish(stream)
 
-    async def _room(self, stream: _Stream, deadline: float) -> bool:
-        """Wait for the client to take more of a reply: to open its window or to read what the transport holds.
-        False if it has not by ``deadline``: a client that holds a reply's window shut (or reads nothing) would
-        otherwise keep the stream, and the reply, for as long as it likes."""
+    async def _room(self, stream: _Stream, deadline: float) -> None:
+        """Until the client may take more of a reply (a WINDOW_UPDATE, new settings, the transport drained), the
+        stream closes, or ``deadline``. A timer of its own rather than ``asyncio.timeout``: a reply's first step runs
+        outside any task (``api.http.fences.eager_fence``)."""
+        stream.window.clear()
+        timer = self._loop.call_at(deadline, stream.window.set)
         try:
-            async with asyncio.timeout_at(deadline):
-                if not self._writable.is_set():
-                    await self._writable.wait()
-                else:
-                    stream.window.clear()
-                    await stream.window.wait()
-        except TimeoutError:
-            return stream.closed  # closed meanwhile: nothing is owed, and the loop above ends
-        return True
+            await stream.window.wait()
+        finally:
+            timer.cancel()
 
     # --- bookkeeping -------------------------------------------------------------------------------------------
 

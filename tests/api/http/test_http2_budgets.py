@@ -17,6 +17,7 @@ from h2.settings import SettingCodes
 from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
+from api.http import http2
 from api.http.app import create_app
 from api.http.budgets import Budget, QuietLog
 from api.http.http2 import CHURN_BURST, CONTROL_BURST, MAX_STREAMS, WHOLE_BYTES
@@ -151,6 +152,23 @@ def test_control_frames_end_the_connection_past_their_budget(flood: Any, frames:
         return c.events
 
     assert calmed(asyncio.run(run())) == (frames > CONTROL_BURST)
+
+
+def test_a_connection_ended_for_overspending_is_aborted_if_its_close_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TLS close waits for the client to read and answer; one that floods without reading would hold the socket."""
+    monkeypatch.setattr(http2, "ENDING_SECONDS", 0.1)
+
+    async def run() -> tuple[bool, bool]:
+        c = client(echo)
+        while not c.transport.closed:
+            for _ in range(64):
+                c.h2.ping(b"12345678")
+            await c.pump()
+        closed, aborted = c.transport.closed, c.transport.aborted
+        await asyncio.sleep(0.2)
+        return closed and not aborted, c.transport.aborted
+
+    assert asyncio.run(run()) == (True, True)
 
 
 def test_requests_and_the_replies_they_read_earn_their_control_frames() -> None:
