@@ -172,9 +172,9 @@ def _batches(kind: str, connection: _Connection) -> Iterator[bytes]:
             "settings_flood": _settings({0x2: 0}),
             "window_update_flood": WindowUpdateFrame(0, 1),
         }[kind]
-        batch = frame.serialize() * 1000
+        flood = frame.serialize() * 1000
         while True:
-            yield batch
+            yield flood
     elif kind == "zero_window":  # requests with no body (bodies would need the windows tracked): each gets a 400
         yield b"".join(connection.headers(connection.stream(), _HEAD, end_stream=True) for _ in range(200))
         while True:
