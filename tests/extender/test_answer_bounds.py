@@ -1,7 +1,8 @@
-"""filter and bind answer within a bound that follows from the request's: at most its growth times the request's
+"""Every verb answers within a bound that follows from its request's: at most its growth times the request's
 length plus a slack (``scheduler.extender.coordinator.answers``), for requests written as tightly as JSON allows
-(the shortest distinct names), as long as the app accepts, and for reasons the cluster makes long. A refusal still
-names every node asked about as failed, never unresolvable, and shows the reason in full on some."""
+(the shortest distinct names, the emptiest victims), filter's as long as the app accepts, and for reasons the
+cluster makes long. A refusal still names every node asked about as failed, never unresolvable, and shows the
+reason in full on some."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from scheduler.extender.coordinator.answers import (
     ANSWER_SLACK,
     CUT,
     FILTER_GROWTH,
+    PREEMPT_GROWTH,
+    PRIORITIZE_GROWTH,
     REASON_CHARS,
     REASON_SLACK,
     SHORT_REASON,
@@ -102,6 +105,40 @@ def test_a_reason_the_cluster_makes_long_is_cut_in_filter_and_bind() -> None:
     assert failed["a0"].startswith("capacity adds up") and failed["a0"].endswith(CUT)
     bind = client.post("/bind", json=bind_body(pods[0], "a0")).json()
     assert bind["Error"] and len(bind["Error"]) <= REASON_CHARS
+
+
+SCANNED_BYTES = 1 << 19
+"""prioritize and preempt hold no reason, so a request of this length already shows their growth past the slack."""
+
+
+def _post(client: SyncClient, verb: str, request: bytes) -> bytes:
+    reply = client.post(f"/{verb}", content=request, headers={"content-type": "application/json"})
+    assert reply.status_code == 200
+    return reply.content
+
+
+def test_prioritize_of_the_shortest_names_is_answered_within_the_bound() -> None:
+    _, h = _refused_gang()
+    request = _fill(b'{"Pod":{},"NodeNames":[', b"]}", (to_json(name) for name in _shortest_names()), SCANNED_BYTES)
+    answer = _post(SyncClient(h.app), "prioritize", request)
+    assert len(answer) <= PRIORITIZE_GROWTH * len(request) + REASON_SLACK, len(answer) / len(request)
+    assert [score["Host"] for score in json.loads(answer)] == json.loads(request)["NodeNames"]
+
+
+def test_preempt_of_the_emptiest_victims_is_answered_within_the_bound() -> None:
+    # A preemptor the extender does not know: kube-scheduler's proposal comes back whole, defaults written out.
+    _, h = _refused_gang()
+    client = SyncClient(h.app)
+    for key, victims in (
+        ("NodeNameToMetaVictims", b"{}"),
+        ("NodeNameToMetaVictims", b'{"Pods":[{"UID":""}]}'),
+        ("NodeNameToVictims", b'{"Pods":[{}]}'),
+    ):
+        entries = (to_json(name) + b":" + victims for name in _shortest_names())
+        request = _fill(b'{"Pod":{},"%s":{' % key.encode(), b"}}", entries, SCANNED_BYTES)
+        answer = _post(client, "preempt", request)
+        assert len(answer) <= PREEMPT_GROWTH * len(request) + REASON_SLACK, (key, victims, len(answer) / len(request))
+        assert len(json.loads(answer)["NodeNameToMetaVictims"]) == len(json.loads(request)[key])
 
 
 @settings(max_examples=300, deadline=None)
