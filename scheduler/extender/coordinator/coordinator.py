@@ -33,6 +33,7 @@ from api.extender import (
 )
 from placement.request import SolveOptions
 from scheduler.extender.cluster_writer import ClusterWriter
+from scheduler.extender.coordinator.answers import capped, failed_nodes
 from scheduler.extender.coordinator.binding import Binder
 from scheduler.extender.coordinator.decisions import (
     Accept,
@@ -267,7 +268,8 @@ class Coordinator:
     async def bind(self, args: ExtenderBindingArgs) -> ExtenderBindingResult:
         if (unready := self._unready()) is not None:
             return ExtenderBindingResult(Error=unready)
-        return await self.binder.bind(args)
+        result = await self.binder.bind(args)
+        return ExtenderBindingResult(Error=capped(result.Error))
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
         if self._unready() is not None:
@@ -442,9 +444,9 @@ def _encode(args: ExtenderArgs, candidates: list[str], decision: FilterDecision)
         items = [item for item in args.Nodes.items if item.name == decision.node] if args.Nodes is not None else []
         return ExtenderFilterResult(Nodes=NodeList(items=items))
     if isinstance(decision, Retry):
-        return ExtenderFilterResult(Error=decision.reason)
+        return ExtenderFilterResult(Error=capped(decision.reason))
     reason = decision.reason if isinstance(decision, Refuse) else "no plan"
-    failed = dict.fromkeys(candidates, reason)
+    failed = failed_nodes(candidates, reason)
     if args.NodeNames is not None:
         return ExtenderFilterResult(NodeNames=[], FailedNodes=failed)
     return ExtenderFilterResult(Nodes=NodeList(items=[]), FailedNodes=failed)
