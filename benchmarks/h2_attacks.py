@@ -14,7 +14,7 @@ are written by hand (``hyperframe``, ``hpack``): an HTTP/2 client library would 
 - ``many_headers``: 1,800 one-byte indexed header fields in one request.
 
 Used by ``tests/api/http/test_http2_attacks.py`` (which holds the bounds) and ``benchmarks/bench_h2_attacks.py``
-(which prints the figures).
+(which prints the figures); ``benchmarks/bench_h2_attacks.py`` also starts the server they attack.
 """
 
 from __future__ import annotations
@@ -45,7 +45,19 @@ from hyperframe.frame import (
     WindowUpdateFrame,
 )
 
-__all__ = ["ATTACKS", "Attacked", "Certificates", "Legitimate", "attack", "rss_bytes"]
+from benchmarks.e2e.processes import rss_bytes
+
+__all__ = [
+    "ATTACKS",
+    "NEVER_READS",
+    "Attacked",
+    "Certificates",
+    "Legitimate",
+    "Outcome",
+    "attack",
+    "measure",
+    "percentile",
+]
 
 ATTACKS = (
     "rapid_reset",
@@ -295,13 +307,6 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def run_attacker(kind: str, *, port: int, certificates: Certificates, seconds: float) -> Attacked:

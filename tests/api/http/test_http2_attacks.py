@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.h2_attacks import ATTACKS, NEVER_READS, Certificates, Legitimate, measure, percentile
-from tests.api.http.test_serve_http import FILTER, Pki, Server, _start, _stop, write_pki
+from benchmarks.bench_h2_attacks import FILTER, Served, serving
+from benchmarks.h2_attacks import ATTACKS, NEVER_READS, Legitimate, measure, percentile
 
 ATTACK_SECONDS = 10.0
 P99_SECONDS = 1.0
@@ -19,47 +19,26 @@ RSS_GROWTH_BYTES = 100 * 2**20
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return write_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[tuple[Server, Legitimate]]:
-    tmp = tmp_path_factory.mktemp("attacked")
-    server = _start(
-        tmp,
-        "attacked",
-        "--tls-cert",
-        str(pki.server_cert),
-        "--tls-key",
-        str(pki.server_key),
-        "--client-ca",
-        str(pki.ca),
-        "--request-timeout",
-        "2",  # the send deadline a zero window meets: shorter than the attack, so the test sees it
-    )
-    legitimate = Legitimate(f"https://localhost:{server.port}", scheduler(pki), FILTER).start()
-    try:
-        yield server, legitimate
-    finally:
-        legitimate.stop()
-        _stop(server)
-
-
-def scheduler(pki: Pki) -> Certificates:
-    return Certificates(pki.ca, pki.client_cert, pki.client_key)
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Legitimate]]:
+    # A request timeout shorter than the attack, so the zero-window attack meets its send deadline within it.
+    with serving(tmp_path_factory.mktemp("attacked"), "--request-timeout", "2") as server:
+        legitimate = Legitimate(f"https://localhost:{server.port}", server.scheduler, FILTER).start()
+        try:
+            yield server, legitimate
+        finally:
+            legitimate.stop()
 
 
 @pytest.mark.parametrize("kind", ATTACKS)
 def test_an_attack_leaves_the_legitimate_calls_served_and_ends_the_attackers_connections(
-    kind: str, served: tuple[Server, Legitimate], pki: Pki
+    kind: str, served: tuple[Served, Legitimate]
 ) -> None:
     server, legitimate = served
     outcome = measure(
         kind,
         port=server.port,
         pid=server.process.pid,
-        certificates=scheduler(pki),
+        certificates=server.scheduler,
         seconds=ATTACK_SECONDS,
         legitimate=legitimate,
     )
