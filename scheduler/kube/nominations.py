@@ -10,9 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from api.core import Pod
 from scheduler.kube.errors import WriteError
 
-__all__ = ["Nominated", "Nomination"]
+__all__ = ["FIELD_MANAGER", "Nominated", "Nomination", "nominated_by_us"]
+
+FIELD_MANAGER = "grove-extender"
+"""The field manager our nominations are written as: the API server then records, in the pod's ``managedFields``,
+that the ``status`` field it set is ours, which is how a new leader (or this process after a restart) tells the
+nominations it must answer for from those kube-scheduler wrote."""
+
+
+def nominated_by_us(pod: Pod) -> bool:
+    """Whether ``pod``'s ``status.nominatedNodeName`` is set and was written by us (any replica, any time). The only
+    status field we write is that one, so an entry of ours for the ``status`` subresource owns exactly it; another
+    component that writes the field since takes it over, and our entry, owning nothing more, is dropped."""
+    return bool(pod.status.nominatedNodeName) and any(
+        entry.manager == FIELD_MANAGER and entry.subresource == "status" for entry in pod.metadata.managedFields
+    )
 
 
 @dataclass(frozen=True)

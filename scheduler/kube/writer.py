@@ -22,7 +22,7 @@ from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
 from scheduler.kube.connect import WRITE_TIMEOUT
 from scheduler.kube.errors import WriteError
 from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply, Request
-from scheduler.kube.nominations import Nominated, Nomination
+from scheduler.kube.nominations import FIELD_MANAGER, Nominated, Nomination
 
 __all__ = ["KubeClusterWriter"]
 
@@ -191,7 +191,7 @@ class KubeClusterWriter:
         requests = [
             Request(
                 "PATCH",
-                f"/api/v1/namespaces/{n.namespace}/pods/{n.name}/status",
+                f"/api/v1/namespaces/{n.namespace}/pods/{n.name}/status?fieldManager={FIELD_MANAGER}",
                 json.dumps(
                     [
                         {"op": "test", "path": "/metadata/uid", "value": n.uid},

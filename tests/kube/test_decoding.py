@@ -50,6 +50,33 @@ def test_ours_are_kept_whole_the_others_as_capacity(pod: Any, whole: bool) -> No
 
 
 @pytest.mark.parametrize("path", ["event", "page", "parse"])
+def test_our_pods_keep_who_wrote_their_nomination(path: str) -> None:
+    """What a new leader reads to tell our nominations from kube-scheduler's (``nominated_by_us``), the way
+    kube-apiserver v1.36 serves a pod after our patch of its status (fields owned left out: not read)."""
+    from scheduler.kube.nominations import nominated_by_us
+
+    raw = make_pod("p").scheduler("grove").dict()
+    raw["status"]["nominatedNodeName"] = "n1"
+    raw["metadata"]["managedFields"] = [
+        {"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:spec": {"f:schedulerName": {}}}},
+        {"manager": "grove-extender", "operation": "Update", "apiVersion": "v1", "subresource": "status",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:nominatedNodeName": {}}}},
+    ]  # fmt: skip
+    d = decoder()
+    if path == "event":
+        change = d.change(event("ADDED", raw))
+        assert change is not None
+        obj = change[1]
+    elif path == "page":
+        obj = d.page(json.dumps({"metadata": {}, "items": [raw]}).encode())[0][0]
+    else:
+        obj = d.parse(raw)
+    assert isinstance(obj, Pod) and nominated_by_us(obj)
+    assert "managedFields" not in obj.model_dump(), "read, never written back"
+
+
+@pytest.mark.parametrize("path", ["event", "page", "parse"])
 def test_another_schedulers_pod_keeps_what_preemption_reads(path: str) -> None:
     """A higher-priority gang may evict it: its UID (the eviction's precondition), its priority (the rule) and
     whether it is already terminating (evicted once, it must not count as a victim again)."""

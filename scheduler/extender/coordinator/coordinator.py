@@ -383,6 +383,10 @@ class Coordinator:
             self._resynced = True
             for podgang in self.store.podgangs():
                 self.work.put(("plan", GangRef(podgang.metadata.namespace, podgang.metadata.name)))
+            # After the plans: the planning thread takes both in order, so each adopted gang is synced against the
+            # plan it was just given, or none.
+            for ref in self.nominator.adopt(self.store.pods()):
+                self.work.put(("nominate", ref))
         return leading
 
     # --- internals ---------------------------------------------------------------------------------------------

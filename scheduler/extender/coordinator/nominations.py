@@ -22,7 +22,11 @@ The rules:
   A clear that failed without an answer that settles it (a 5xx, a timeout) is retried on the next tick until the API
   shows it: a nomination left behind makes kube-scheduler hold the pod's room on that node for other pods. Its
   precondition is the node we had written, so a retry of a clear that did land is refused (422), which settles it;
-- only the leader writes. A replica that stops leading forgets what it wrote: the next leader's plans overwrite it;
+- only the leader writes. A replica that stops leading forgets what it wrote. A replica that starts leading (after a
+  failover, or a restart) adopts every nomination of ours the store shows on a pending pod: whichever replica wrote
+  it, the API server recorded our field manager as its owner (``scheduler.kube.nominations.nominated_by_us``). Each
+  adopted gang is synced once its plan has been tried: the nominations its plan backs stay, the rest are cleared,
+  so none outlives the plan that made it;
 - a bound pod is forgotten: the API server clears ``nominatedNodeName`` when it binds a pod.
 """
 
@@ -30,15 +34,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from api.core import Pod
 from scheduler.extender.cluster_writer import ClusterWriter, Nomination
 from scheduler.extender.coordinator.gang_table import GangTable
-from scheduler.extender.coordinator.members import GangRef
+from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
+from scheduler.kube.nominations import nominated_by_us
 
 __all__ = ["Nominator"]
 
@@ -108,6 +114,25 @@ class Nominator:
                 self._refs.pop(ref.key, None)
         if send:
             self._writer.nominate(send, self._answered)
+
+    def adopt(self, pods: Iterable[Pod]) -> list[GangRef]:
+        """Take on the nominations of ours among ``pods`` that are still pending and offered to us, as if written
+        here; the gangs to sync, once their plans have been tried, so that those no plan backs are cleared."""
+        adopted: dict[str, GangRef] = {}
+        with self._lock:
+            for pod in pods:
+                if pod.spec.nodeName or not nominated_by_us(pod) or not self._store.offered(pod):
+                    continue
+                key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+                if key in self._shown or key in self._in_flight:
+                    continue
+                ref = gang_ref_of(pod)
+                self._shown[key] = pod.status.nominatedNodeName
+                self._members.setdefault(ref.key, set()).add(key)
+                self._refs[ref.key] = adopted[ref.key] = ref
+        if adopted:
+            log.info("adopted the nominations a previous leader wrote gangs=%d", len(adopted))
+        return list(adopted.values())
 
     def retry_failed(self) -> None:
         """Send again the clears that failed unsettled (the background worker calls this once per tick)."""

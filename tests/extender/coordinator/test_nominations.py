@@ -384,3 +384,49 @@ def test_a_clear_that_landed_though_its_answer_was_lost_is_settled_by_the_retrys
     assert len(writer.clears) == 2 and writer.nominated_nodes()[pods[2].key] == ""
     h.settle()
     assert len(writer.clears) == 2, "the retry's 422 said it was cleared: nothing left to send"
+
+
+def _nominated_by(p: Pod, node: str, manager: str) -> Pod:
+    """``p`` as the API serves it once ``manager`` wrote its nominatedNodeName (kube-apiserver v1.36 records the
+    writer of a status field in a ``managedFields`` entry for the ``status`` subresource)."""
+    data = p.model_dump(mode="json")
+    data["status"]["nominatedNodeName"] = node
+    data["metadata"]["managedFields"] = [
+        {"manager": "kubectl-create", "operation": "Update"},
+        {"manager": manager, "operation": "Update", "subresource": "status"},
+    ]
+    return Pod.model_validate(data)
+
+
+def test_a_new_leader_clears_the_nominations_of_ours_no_plan_backs_and_keeps_the_rest() -> None:
+    """After a restart or a failover, what the previous leader nominated is still on the pods. The nominations ours
+    (our field manager owns the field) whose gang's plan does not back them are cleared; the ones the new plan
+    backs stay as they are (no write); one kube-scheduler wrote is left alone."""
+    kept, kept_pg = gang("kept", workers=2, gpus=8)
+    orphaned = gang("orphaned", workers=2, gpus=8)[0]  # its PodGang is gone: no plan backs its nominations
+    theirs = pod("theirs", gpus=8)
+    probe = harness(nodes=_cluster(), pods=kept, podgangs=[kept_pg], nominate=False)
+    probe.settle()
+    plan = _plan(probe, "default/kept")  # where a leader plans this gang on this cluster
+    before = [
+        *(_nominated_by(p, plan[p.key], "grove-extender") for p in kept),
+        *(_nominated_by(p, "n3", "grove-extender") for p in orphaned),
+        _nominated_by(theirs, "n2", "kube-scheduler"),
+    ]
+    h = harness(nodes=_cluster(), pods=before, podgangs=[kept_pg])
+    h.settle()
+    shown = h.writer.nominated_nodes()
+    assert {shown.get(p.key) for p in orphaned} == {""}, "no plan backs them: cleared"
+    assert not any(p.key in shown for p in kept), "the plan backs them: not written again"
+    assert theirs.key not in shown, "kube-scheduler's nomination is its own"
+    assert _plan(h, "default/kept") == plan
+
+
+def test_nominations_of_ours_are_what_our_field_manager_owns() -> None:
+    from scheduler.kube.nominations import nominated_by_us
+
+    member = pod("m", gpus=8)
+    assert nominated_by_us(_nominated_by(member, "n1", "grove-extender"))
+    assert not nominated_by_us(_nominated_by(member, "n1", "kube-scheduler"))
+    assert not nominated_by_us(_nominated_by(member, "", "grove-extender")), "nothing left to answer for"
+    assert not nominated_by_us(member)
