@@ -7,46 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import celpy
 import pytest
-import yaml
 
 from api.grove import LABEL_MANAGED_BY, MANAGED_BY
 from scheduler.reconcile.client import OwnedKind
 from scheduler.reconcile.rest_client import _COLLECTIONS
+from tests.deploy.admission_policy import admitted, load
 from tests.deploy.test_reconciler import DEPLOY
 
 RECONCILER = "system:serviceaccount:grove-system:grove-reconciler"
 
 
 def _policy() -> tuple[dict[str, Any], dict[str, Any]]:
-    path = DEPLOY / "reconciler" / "reconciler-ownership-policy.yaml"
-    policy, binding = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return policy, binding
-
-
-def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(expression)).evaluate(activation)
+    return load(DEPLOY / "reconciler" / "reconciler-ownership-policy.yaml")
 
 
 def _admitted(*, user: str, operation: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
-    """True when the policy lets the request through: it does not match, or every validation holds."""
-    spec = _policy()[0]["spec"]
-    activation: dict[str, Any] = {
-        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": user}}),
-        "object": celpy.json_to_cel(new),
-        "oldObject": celpy.json_to_cel(old),
-    }
-    if not all(_evaluate(c["expression"], activation) for c in spec["matchConditions"]):
-        return True
-    activation["variables"] = celpy.json_to_cel({})
-    for variable in spec["variables"]:
-        value = _evaluate(variable["expression"], activation)
-        activation["variables"] = celpy.celtypes.MapType({**activation["variables"], variable["name"]: value})
-    results = [_evaluate(v["expression"], activation) for v in spec["validations"]]
-    assert all(isinstance(r, celpy.celtypes.BoolType) for r in results), results  # an error would be a non-bool
-    return all(results)
+    return admitted(_policy()[0], user=user, operation=operation, old=old, new=new)
 
 
 def _pod(labels: dict[str, str] | None) -> dict[str, Any]:
