@@ -37,6 +37,18 @@ class ApiServer:
     scheduler_token: str  # user system:kube-scheduler
     etcd: Child
     process: Child
+    command: list[str]  # kube-apiserver's, to start it again as it was
+    supervisor: Supervisor
+
+    def restart(self, *, kill: bool = True, timeout: float = 120.0) -> float:
+        """Stop kube-apiserver (SIGKILL by default) and start it again on the same port and etcd, as a control
+        plane's static pod restarts; seconds until it was ready again. Its watch cache starts afresh: a client
+        resuming a watch from an older resourceVersion gets 410 Gone and must relist."""
+        self.process.stop(kill=kill)
+        started = time.monotonic()
+        self.process = self.supervisor.start("kube-apiserver", self.command)
+        _wait_ready(self, timeout)
+        return time.monotonic() - started
 
 
 def _ready(url: str, token: str, ca: Path) -> bool:
@@ -68,9 +80,8 @@ def start_api_server(assets: Assets, supervisor: Supervisor, *, timeout: float =
         f'{admin_token},admin,admin,"system:masters"\n{scheduler_token},system:kube-scheduler,kube-scheduler\n'
     )
     tokens.chmod(0o600)
-    process = supervisor.start(
-        "kube-apiserver",
-        [assets["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{client_port}",
+    # --profiling: admin-only /debug/pprof, for bench_e2e --grove-flow's profile of the API server.
+    command = [assets["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{client_port}",
          "--bind-address=127.0.0.1", f"--secure-port={secure_port}",
          f"--tls-cert-file={keys.serving_cert}", f"--tls-private-key-file={keys.serving_key}",
          f"--client-ca-file={keys.ca}",
@@ -79,15 +90,21 @@ def start_api_server(assets: Assets, supervisor: Supervisor, *, timeout: float =
          f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
          "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC",
          f"--token-auth-file={tokens}", f"--enable-admission-plugins={ADMISSION_PLUGINS}",
-         "--profiling=true", "--v=1"],  # admin-only /debug/pprof: bench_e2e --grove-flow profiles the API server
-    )  # fmt: skip
-    url = f"https://127.0.0.1:{secure_port}"
+         "--profiling=true", "--v=1"]  # fmt: skip
+    process = supervisor.start("kube-apiserver", command)
+    server = ApiServer(
+        f"https://127.0.0.1:{secure_port}", keys, admin_token, scheduler_token, etcd, process, command, supervisor
+    )
+    _wait_ready(server, timeout)
+    return server
+
+
+def _wait_ready(server: ApiServer, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not _ready(url, admin_token, keys.ca):
-        for child in (etcd, process):
+    while not _ready(server.url, server.admin_token, server.keys.ca):
+        for child in (server.etcd, server.process):
             if not child.alive():
                 raise RuntimeError(f"{child.name} exited with {child.process.returncode}; see {child.log}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"kube-apiserver not ready within {timeout:g} s; see {process.log}")
+            raise RuntimeError(f"kube-apiserver not ready within {timeout:g} s; see {server.process.log}")
         time.sleep(0.5)
-    return ApiServer(url, keys, admin_token, scheduler_token, etcd, process)
