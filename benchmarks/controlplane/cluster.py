@@ -169,14 +169,18 @@ class ControlPlane:
 
     # --- identities -----------------------------------------------------------------------------------------------
 
-    def account_kubeconfig(self, account: str, *, namespace: str = NAMESPACE) -> Path:
-        """A kubeconfig holding a fresh TokenRequest token of ServiceAccount ``namespace/account``."""
+    def account_kubeconfig(self, account: str, *, namespace: str = NAMESPACE, server: str | None = None) -> Path:
+        """A kubeconfig holding a fresh TokenRequest token of ServiceAccount ``namespace/account``, for the API server
+        at ``server`` (a proxy in front of it; its own address unless given)."""
         token = request_token(self.api, namespace=namespace, account=account)
-        path = self.folder / f"{namespace}.{account}.kubeconfig"
+        suffix = "" if server is None else f".via-{server.rsplit(':', 1)[-1]}"
+        path = self.folder / f"{namespace}.{account}{suffix}.kubeconfig"
         user = f"system:serviceaccount:{namespace}:{account}"
-        self.kubeconfigs[account] = write_kubeconfig(
-            path, server=self.server.url, ca=self.server.keys.ca, token=token, user=user
+        written = write_kubeconfig(
+            path, server=server or self.server.url, ca=self.server.keys.ca, token=token, user=user
         )
+        if server is None:
+            self.kubeconfigs[account] = written
         return path
 
     def ensure_namespace(self, name: str, *, labels: Mapping[str, str] | None = None) -> None:
@@ -198,16 +202,30 @@ class ControlPlane:
     ) -> Extender:
         """``grove-extender serve`` as the Deployment runs it, as ServiceAccount ``grove-extender``; ``extra`` flags
         appended; ``ports`` to keep a former process's (kube-scheduler's configuration names the verbs' port)."""
-        kubeconfig = self.account_kubeconfig("grove-extender")
-        ports = ports or components.ExtenderPorts(free_port(), free_port(), free_port())
-        argv = components.extender_argv(
-            grove_extender(), deployment=self.installed_object("deployment", "grove-extender"), kubeconfig=kubeconfig,
-            tls=self.folder / "extender-tls", ports=ports, identity=EXTENDER_IDENTITY, extra=extra,
-        )  # fmt: skip
-        self.extender = Extender(self.supervisor.start("extender", argv), ports)
+        self.extender = self.extender_replica(EXTENDER_IDENTITY, ports=ports, extra=extra)
         if wait:
             self.wait_extender_ready()
         return self.extender
+
+    def extender_replica(
+        self,
+        identity: str,
+        *,
+        ports: components.ExtenderPorts | None = None,
+        extra: tuple[str, ...] = (),
+        api_server: str | None = None,
+        name: str = "extender",
+    ) -> Extender:
+        """One ``serve`` process as one replica of the Deployment runs it (``identity``: its pod's name, which it
+        holds the Lease as), reaching the API server at ``api_server`` (a proxy; its own address unless given); its
+        log is ``name``.log. ``start_extender`` starts the one the harness keeps; a scenario may start more."""
+        kubeconfig = self.account_kubeconfig("grove-extender", server=api_server)
+        ports = ports or components.ExtenderPorts(free_port(), free_port(), free_port())
+        argv = components.extender_argv(
+            grove_extender(), deployment=self.installed_object("deployment", "grove-extender"), kubeconfig=kubeconfig,
+            tls=self.folder / "extender-tls", ports=ports, identity=identity, extra=extra,
+        )  # fmt: skip
+        return Extender(self.supervisor.start(name, argv), ports)
 
     def restart_extender(self, *, kill: bool = True, extra: tuple[str, ...] = (), wait: bool = True) -> Extender:
         """Stop the extender (SIGKILL by default) and start it again on the same ports, with the same identity."""
@@ -215,20 +233,21 @@ class ControlPlane:
         self.extender.child.stop(kill=kill)
         return self.start_extender(extra=extra, wait=wait, ports=self.extender.ports)
 
-    def wait_extender_ready(self, *, timeout: float = 120.0) -> None:
-        """Until ``/readyz`` answers 200: watches synced and the Lease held."""
-        assert self.extender is not None
+    def wait_extender_ready(self, *, timeout: float = 120.0, replica: Extender | None = None) -> None:
+        """Until ``/readyz`` answers 200 (watches synced and the Lease held), of ``replica`` or the one kept."""
+        extender = replica or self.extender
+        assert extender is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.extender.child.alive():
-                raise RuntimeError(f"the extender exited; see {self.extender.child.log}")
+            if not extender.child.alive():
+                raise RuntimeError(f"the extender exited; see {extender.child.log}")
             try:
-                if self.extender.get("/readyz", port="probes")[0] == 200:
+                if extender.get("/readyz", port="probes")[0] == 200:
                     return
             except OSError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"the extender was not ready within {timeout:g} s; see {self.extender.child.log}")
+        raise RuntimeError(f"the extender was not ready within {timeout:g} s; see {extender.child.log}")
 
     def start_reconciler(self, *, extra: tuple[str, ...] = (), wait: bool = False) -> Child:
         """``grove-extender reconcile`` as the Deployment runs it, as ServiceAccount ``grove-reconciler``; ``extra``

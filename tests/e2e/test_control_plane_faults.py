@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.controlplane.cluster import ControlPlane
+from benchmarks.controlplane.cluster import EXTENDER_IDENTITY, ControlPlane, Extender
+from benchmarks.controlplane.proxy import ReadinessRoute, TcpProxy, to
 from benchmarks.controlplane.workload import Gang, create_gangs
 from tests.e2e.reads import all_whole, bound, condition, load_average, nodes_by_name, podgangs, pods, wait_for
 
@@ -28,6 +29,7 @@ GPU = "nvidia.com/gpu"
 GANGS = 100  # gangs of 8 pods, one GPU each: placed over several seconds, so a fault lands mid-way
 PODS = GANGS * 8
 EARLY = 16  # pods bound when the fault strikes
+CUT_SECONDS = 30.0
 WARM_UP = 15.0
 """Seconds after kube-apiserver is ready again during which a 403 is its own, not our RBAC's: its authorizer serves
 requests before its caches hold the cluster's roles (it answers 'clusterrole … not found')."""
@@ -161,4 +163,102 @@ def test_kube_scheduler_killed_mid_gang_and_restarted(
     figure.append(
         f"kube-scheduler SIGKILLed with {at_kill} of {PODS} pods bound ({len(partial)} gangs partly bound 3 s later), "
         f"restarted; all {GANGS} gangs whole {done - started:.1f} s after creation; load {load_average()}"
+    )
+
+
+def _ready(extender: Extender) -> bool:
+    try:
+        return extender.get("/readyz", port="probes")[0] == 200
+    except OSError:
+        return False
+
+
+def test_the_extender_cut_from_kube_apiserver_for_30_s(
+    control_plane: ControlPlane, namespace: str, figure: list[str]
+) -> None:
+    """Every connection between the extender and kube-apiserver reset, and new ones refused, for 30 s: its view goes
+    stale, ``/readyz`` answers 503, it binds nothing until the cut mends, then every gang is placed whole."""
+    plane = control_plane
+    assert plane.extender is not None
+    ports = plane.extender.ports
+    api_host, api_port = plane.server.url.removeprefix("https://").rsplit(":", 1)
+    proxy = TcpProxy(route=to(api_host, int(api_port))).start()
+    plane.extender.child.stop()
+    extender = plane.extender_replica(EXTENDER_IDENTITY, ports=ports, api_server=f"https://127.0.0.1:{proxy.port}")
+    plane.extender = extender
+    log = extender.child.log
+    try:
+        plane.wait_extender_ready()
+        stale_before = _log(log).count("view stale")
+        lease_before = _log(log).count("leadership changed leading=False")
+        started = _placing(plane, namespace)
+        proxy.cut()
+        cut = time.monotonic()
+        wait_for(lambda: not _ready(extender), timeout=30, every=0.2, what="/readyz 503 during the cut")
+        unready = time.monotonic() - cut
+        at_stale = _bound_pods(plane, namespace)
+        time.sleep(max(0.0, CUT_SECONDS - (time.monotonic() - cut)))
+        assert _bound_pods(plane, namespace) == at_stale, "pods bound while the extender's view was stale"
+        # Unready for its stale view, or for the Lease it could not renew: whichever it noticed first (both 10 s).
+        why = [
+            what
+            for what, said, before in (
+                ("its view stale", "view stale", stale_before),
+                ("its Lease lost", "leadership changed leading=False", lease_before),
+            )
+            if _log(log).count(said) > before
+        ]
+        assert why, "unready during the cut, but neither for a stale view nor for a lost Lease"
+        proxy.mend()
+        mended = time.monotonic()
+        wait_for(lambda: _ready(extender), timeout=60, every=0.2, what="/readyz 200 again")
+        ready_again = time.monotonic() - mended
+        _whole_and_once(plane, namespace)
+        done = time.monotonic()
+    finally:
+        proxy.stop()
+        plane.restart_extender(kill=False)  # straight to the API server again, for the scenarios after this one
+    figure.append(
+        f"extender cut from kube-apiserver for {CUT_SECONDS:g} s with {at_stale} of {PODS} pods bound: /readyz 503 "
+        f"{unready:.1f} s into the cut ({' and '.join(why)}), nothing bound during it; ready {ready_again:.1f} s "
+        f"after it mended, all {GANGS} gangs whole {done - mended:.1f} s after ({done - started:.1f} s after "
+        f"creation); load {load_average()}"
+    )
+
+
+def test_the_leader_killed_under_load_and_the_standby_takes_over(
+    control_plane: ControlPlane, namespace: str, figure: list[str]
+) -> None:
+    """Two replicas behind a readiness-routed endpoint on the verbs' port kube-scheduler calls, as a Service routes
+    to Ready pods: the leader is SIGKILLed mid-placement; the standby takes the Lease, turns ready, gets the calls."""
+    plane = control_plane
+    assert plane.extender is not None
+    ports = plane.extender.ports
+    plane.extender.child.stop()
+    replicas = [plane.extender_replica(f"grove-extender-e2e-{r}", name=f"extender-{r}") for r in "ab"]
+    route = ReadinessRoute(
+        [(("127.0.0.1", r.ports.verbs), f"http://127.0.0.1:{r.ports.probes}/readyz") for r in replicas]
+    ).start()
+    endpoint = TcpProxy(route=route, port=ports.verbs).start()
+    try:
+        leader = wait_for(lambda: next((r for r in replicas if _ready(r)), None), timeout=120, what="a leader ready")
+        standby = next(r for r in replicas if r is not leader)
+        started = _placing(plane, namespace)
+        leader.child.stop(kill=True)
+        killed = time.monotonic()
+        at_kill = _bound_pods(plane, namespace)
+        plane.wait_extender_ready(replica=standby, timeout=120)
+        took_over = time.monotonic() - killed
+        _whole_and_once(plane, namespace)
+        done = time.monotonic()
+    finally:
+        endpoint.stop()
+        route.stop()
+        for replica in replicas:
+            replica.child.stop(kill=True)
+        plane.start_extender(ports=ports)
+    figure.append(
+        f"two replicas behind a readiness-routed endpoint, the leader SIGKILLed with {at_kill} of {PODS} pods bound: "
+        f"the standby ready {took_over:.1f} s later; all {GANGS} gangs whole {done - killed:.1f} s after the kill "
+        f"({done - started:.1f} s after creation); load {load_average()}"
     )
