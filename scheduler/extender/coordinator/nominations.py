@@ -22,7 +22,8 @@ The rules:
   A clear that failed without an answer that settles it (a 5xx, a timeout) is retried on the next tick until the API
   shows it: a nomination left behind makes kube-scheduler hold the pod's room on that node for other pods. Its
   precondition is the node we had written, so a retry of a clear that did land is refused (422), which settles it;
-- only the leader writes. A replica that stops leading forgets what it wrote. A replica that starts leading (after a
+- only the leader writes: a replica that stops leading sends nothing more (not even a wish queued behind a write
+  in flight) and forgets what it wrote. A replica that starts leading (after a
   failover, or a restart) adopts every nomination of ours the store shows on a pending pod: whichever replica wrote
   it, the API server recorded our field manager as its owner (``scheduler.kube.nominations.nominated_by_us``). Each
   adopted gang is synced once its plan has been tried: the nominations its plan backs stay, the rest are cleared,
@@ -197,6 +198,8 @@ class Nominator:
             else:
                 self._shown.pop(pod, None)  # unknown: a later plan writes it again
             after = self._next.pop(pod, None)
+            if after is not None and not self._may_write():
+                after = None  # deposed meanwhile: the next leader adopts what the API shows and writes its own
             if after is not None and (error is not None or after.node != nomination.node):
                 self._in_flight.add(pod)
                 after = replace(after, previous=self._previous(pod))  # what the write just answered left

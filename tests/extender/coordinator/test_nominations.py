@@ -158,6 +158,33 @@ def test_one_write_per_pod_in_flight_and_the_newest_wish_goes_last() -> None:
     run(main)
 
 
+def test_a_wish_queued_behind_a_write_is_not_sent_once_the_replica_is_deposed() -> None:
+    class Flipping:
+        leading = True
+
+        def is_leader(self) -> bool:
+            return self.leading
+
+    leadership = Flipping()
+    solo = pod("solo", gpus=8)
+    h = harness(nodes=_cluster(), pods=[solo], leadership=leadership)
+    held = _Held(h.writer)
+    h.coordinator.nominator._writer = held
+
+    async def main() -> None:
+        async with h.client() as client:
+            first = (await client.post("/filter", json=filter_body(solo, NAMES))).json()["NodeNames"][0]
+            h.settle()
+            others = [n for n in NAMES if n != first]
+            await client.post("/filter", json=filter_body(solo, others))  # a new wish, queued behind the first
+            h.settle()
+            leadership.leading = False
+            held.answer()
+            assert [n.node for n in held.sent] == [first], "a deposed replica sent its queued wish"
+
+    run(main)
+
+
 def test_a_failed_write_is_forgotten_and_written_again_on_the_next_plan() -> None:
     pods, pg = gang("train", workers=2, gpus=8)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg])
