@@ -24,6 +24,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from api.http.limits import MAX_HEADER_FIELDS
 from api.http.server import Listener, Timeouts, _config
 from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT
 from scheduler.cli import build_parser, main
@@ -234,6 +235,38 @@ def test_oversized_headers_and_bodies_are_refused_unread(plain: Server) -> None:
     assert reply.startswith(b"HTTP/1.1 413") and b"limit of 100000 bytes" in reply
 
 
+def read_reply(sock: socket.socket) -> bytes:
+    """What the server sent before closing; what arrived before a reset, if it reset the connection."""
+    reply = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+FIELDS_REFUSED = f"request has more than {MAX_HEADER_FIELDS} header fields".encode()
+
+
+@pytest.mark.parametrize(("more_fields", "status"), [(MAX_HEADER_FIELDS - 4, b"200"), (MAX_HEADER_FIELDS - 3, b"431")])
+def test_a_request_of_more_header_fields_than_the_limit_is_refused_431(
+    plain: Server, more_fields: int, status: bytes
+) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        sock.sendall(filter_request(more_fields=more_fields))
+        reply = read_reply(sock)
+    assert reply.startswith(b"HTTP/1.1 " + status), reply[:200]
+    assert reply.endswith(FIELDS_REFUSED) == (status == b"431"), reply[-200:]
+
+
+def test_sixty_thousand_empty_header_fields_are_refused_and_the_connection_closed(plain: Server) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # refused before it was all sent
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + b"a:\r\n" * 60_000 + b"\r\n")
+        reply = read_reply(sock)
+    # A reset may overtake the answer when the server closes with the rest of the head unread: never a 200.
+    assert reply == b"" or (reply.startswith(b"HTTP/1.1 431") and reply.endswith(FIELDS_REFUSED)), reply[:200]
+
+
 def test_aborted_uploads_are_logged_quietly(plain: Server) -> None:
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
@@ -257,17 +290,24 @@ def client_context(pki: Pki, *, cert: Path | None, key: Path | None) -> ssl.SSLC
     return context
 
 
-def exchange(server: Server, context: ssl.SSLContext) -> bytes:
-    """One filter over TLS; whatever the server sent back before closing (b"" or an exception if refused)."""
+def filter_request(*, more_fields: int = 0) -> bytes:
+    """A filter as kube-scheduler sends it (four header fields), with ``more_fields`` fields of no meaning added."""
+    return (
+        b"POST /filter HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + b"".join(b"X-Field-%d: x\r\n" % i for i in range(more_fields))
+        + f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n".encode()
+        + FILTER
+    )
+
+
+def exchange(server: Server, context: ssl.SSLContext, request: bytes | None = None) -> bytes:
+    """One filter (or ``request``) over TLS; whatever the server sent back before closing (b"" or an exception if
+    refused)."""
     with (
         socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE) as raw,
         context.wrap_socket(raw, server_hostname="localhost") as sock,
     ):
-        sock.sendall(
-            b"POST /filter HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n".encode()
-            + FILTER
-        )
+        sock.sendall(filter_request() if request is None else request)
         received = b""
         while chunk := sock.recv(65536):
             received += chunk
@@ -279,6 +319,13 @@ def test_a_client_with_the_schedulers_certificate_is_served(tls: Server, pki: Pk
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert len(json.loads(body)["NodeNames"]) == 1
+
+
+def test_over_tls_too_a_request_of_more_header_fields_than_the_limit_is_refused_431(tls: Server, pki: Pki) -> None:
+    context = client_context(pki, cert=pki.client_cert, key=pki.client_key)
+    assert exchange(tls, context, filter_request(more_fields=MAX_HEADER_FIELDS - 4)).startswith(b"HTTP/1.1 200")
+    reply = exchange(tls, context, filter_request(more_fields=MAX_HEADER_FIELDS - 3))
+    assert reply.startswith(b"HTTP/1.1 431") and reply.endswith(FIELDS_REFUSED), reply
 
 
 def reply_or_refusal(server: Server, context: ssl.SSLContext) -> bytes:
