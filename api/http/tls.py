@@ -11,6 +11,9 @@ accepts plain TCP and each connection does its own handshake (``loop.start_tls``
   subject alternative name. Any certificate the CA signed is not enough: with cert-manager, whoever may create a
   Certificate in the namespace gets one from the same CA. Checked once per connection, right after the handshake,
   so a kept-alive connection costs nothing more per request;
+- **a close deadline**: once a connection is closed (a request deadline, an idle keep-alive), its TLS close, sending
+  what is left and close_notify and waiting for the client's, ends within ``CLOSE_TIMEOUT``, as the loop's far
+  longer default would let a client that never answers hold its socket;
 - **said and counted**: every failed handshake and every refused client increments
   ``grove_extender_tls_handshake_failures_total{listener, reason}`` and is logged, at most one line per reason and
   listener every ``LOG_INTERVAL`` seconds (the line says how many more there were), so a scanner cannot flood the
@@ -39,6 +42,7 @@ from prometheus_client import CollectorRegistry, Counter
 from api.http.fences.loop_fence import start_tls_after_plain_bytes
 
 __all__ = [
+    "CLOSE_TIMEOUT",
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "LOG_INTERVAL",
     "HandshakeFailures",
@@ -55,6 +59,12 @@ log = logging.getLogger(__name__)
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 """Seconds a TLS handshake may take, from the connection's first moment: kube-scheduler's own finish far sooner, so
 only a client that stalls meets it."""
+
+CLOSE_TIMEOUT = 5.0
+"""Seconds a TLS connection's close may take once the server has closed it: the rest of its replies flushed, then
+close_notify answered. A client that still reads and answers does so within a round trip; one that stopped reading
+or never answers would otherwise hold its socket for the event loop's default, long after the deadline that closed
+it."""
 
 LOG_INTERVAL = 10.0
 """At most one log line per listener and failure reason in this many seconds."""
@@ -157,11 +167,13 @@ class HandshakeGate:
         registry: CollectorRegistry,
         clock: Callable[[], float] = time.monotonic,
         alternatives: Mapping[str, Callable[[asyncio.Protocol], asyncio.Protocol]] | None = None,
+        close_timeout: float = CLOSE_TIMEOUT,
     ) -> None:
         """``alternatives``: protocols offered by ALPN ahead of HTTP/1.1 (``{"h2": ...}``), each made from the
         HTTP/1.1 protocol the connection was accepted with when the client chooses it."""
         self.context = context
         self._config = config
+        self._close_timeout = close_timeout
         self._alternatives = dict(alternatives or {})
         if self._alternatives:
             context.set_alpn_protocols([*self._alternatives, "http/1.1"])
@@ -208,6 +220,7 @@ class HandshakeGate:
                 self.context,
                 read_before=connection.take_plain_bytes,
                 handshake_timeout=self._config.handshake_timeout,
+                shutdown_timeout=self._close_timeout,
             )
         except Exception as err:  # whatever ends a handshake early ends only this connection
             transport.abort()

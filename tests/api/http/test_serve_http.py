@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from api.http.limits import MAX_HEADER_FIELDS
 from api.http.server import Listener, Timeouts, _config
-from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT
+from api.http.tls import CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT
 from scheduler.cli import build_parser, main
 from scheduler.cli.certs import Authority, issue
 from scheduler.cli.listeners import build_listeners
@@ -386,6 +386,54 @@ def test_the_handshake_timeout_is_10_seconds_unless_told_otherwise() -> None:
     args = build_parser().parse_args(["serve", "--snapshot", str(DEMO)])
     assert args.tls_handshake_timeout == DEFAULT_HANDSHAKE_TIMEOUT == 10.0
     assert "TLS handshake within 10 s" in (REPO_ROOT / "README.md").read_text()
+
+
+class SilentClient:
+    """A TLS client by hand over a plain socket: it reads what the server sends, but never answers its close_notify
+    (the bytes it would send back are never written to the socket)."""
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext) -> None:
+        self.sock = sock
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_hostname="localhost")
+        while True:
+            try:
+                self.tls.do_handshake()
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.outgoing.read())
+                self.incoming.write(self.sock.recv(65536))
+            else:
+                self.sock.sendall(self.outgoing.read())
+                return
+
+    def send(self, data: bytes) -> None:
+        self.tls.write(data)
+        self.sock.sendall(self.outgoing.read())
+
+    def read_until_close_notify(self) -> bytes:
+        """What the server sent up to its close_notify, which is read and left unanswered."""
+        received = b""
+        while raw := self.sock.recv(65536):
+            self.incoming.write(raw)
+            with contextlib.suppress(ssl.SSLWantReadError):
+                while chunk := self.tls.read(65536):
+                    received += chunk
+                return received  # read() says close_notify by returning nothing
+        raise AssertionError(f"the server closed without a close_notify after {received[:100]!r}")
+
+
+def test_a_client_that_never_answers_close_notify_is_closed_within_the_close_timeout(tls: Server, pki: Pki) -> None:
+    """The loop's own default would hold the socket long after the server closed it (a request deadline, an idle
+    keep-alive; here a reply to ``Connection: close``)."""
+    with socket.create_connection(("127.0.0.1", tls.port), timeout=PATIENCE) as sock:
+        client = SilentClient(sock, client_context(pki, cert=pki.client_cert, key=pki.client_key))
+        client.send(filter_request())
+        reply = client.read_until_close_notify()
+        notified = time.monotonic()
+        assert closed_by_server(sock), "the server held the connection open"
+        held = time.monotonic() - notified
+    assert reply.startswith(b"HTTP/1.1 200")
+    assert held < CLOSE_TIMEOUT + 10, f"closed {held:.2f} s after its close_notify, not within {CLOSE_TIMEOUT} s"
 
 
 def handshakes(server: Server, protocol: str) -> float:
