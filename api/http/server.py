@@ -118,6 +118,9 @@ def _config(
         # ProxyHeadersMiddleware (on by default, trusting loopback) would only scan every request's headers, and
         # let a process on the same host rename itself in ``scope["client"]``.
         proxy_headers=False,
+        # No WebSocket is served: an upgrade would hand a connection to another protocol behind the TLS gate's back,
+        # which counts each connection until its HTTP protocol loses it (api.http.tls).
+        ws="none",
         http=gated(http, gate.connection) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
         timeout_keep_alive=int(timeouts.keep_alive),
         timeout_graceful_shutdown=int(timeouts.graceful_shutdown),

@@ -616,3 +616,11 @@ def test_no_proxy_header_middleware_stands_between_uvicorn_and_the_app() -> None
     listener = Listener(name="extender", app=APP, host="127.0.0.1", port=free_port())
     config, _ = _config(listener, log_level="warning", timeouts=Timeouts(), registry=CollectorRegistry())
     assert config.loaded_app is APP
+
+
+def test_no_websocket_upgrade_takes_a_connection_from_under_the_tls_gate() -> None:
+    """The gate counts a connection until the protocol it handed the connection to loses it: an upgrade to a
+    WebSocket protocol would swap that protocol and the connection would count for ever."""
+    listener = Listener(name="extender", app=APP, host="127.0.0.1", port=free_port())
+    config, _ = _config(listener, log_level="warning", timeouts=Timeouts(), registry=CollectorRegistry())
+    assert config.ws_protocol_class is None
