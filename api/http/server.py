@@ -7,10 +7,10 @@ is served, so a port in use or an unreadable certificate is one clear error at s
 
 Slow clients are bounded: a TLS handshake must finish within its own deadline (``api.http.tls``), a request's headers
 and body must arrive whole within ``request_timeout`` of its first byte (of the connection, for the first request),
-its headers may not exceed ``MAX_HEADER_BYTES``, and an idle keep-alive connection is closed after ``keep_alive``.
-uvicorn bounds only the last of these by itself: half-sent headers or bodies would otherwise hold a connection open
-forever. The HTTP/1.1 bounds are a subclass of uvicorn's own protocol, and every other reach into uvicorn's internals
-is in ``api.http.fences.uvicorn_fence``.
+its headers may not exceed ``MAX_HEADER_BYTES`` nor ``MAX_HEADER_FIELDS`` fields (``api.http.limits``), and an idle
+keep-alive connection is closed after ``keep_alive``. uvicorn bounds only the last of these by itself: half-sent
+headers or bodies would otherwise hold a connection open forever. The HTTP/1.1 bounds are a subclass of uvicorn's
+own protocol, and every other reach into uvicorn's internals is in ``api.http.fences.uvicorn_fence``.
 """
 
 from __future__ import annotations
@@ -37,15 +37,12 @@ from api.http.fences.uvicorn_fence import (
     served_by,
 )
 from api.http.http2 import Http2Protocol
+from api.http.limits import MAX_HEADER_BYTES, MAX_HEADER_FIELDS
 from api.http.tls import HandshakeGate, TlsConfig, TlsError, TlsReloader, server_context
 
 __all__ = ["MAX_HEADER_BYTES", "Listener", "ServeError", "Timeouts", "serve_listeners"]
 
 log = logging.getLogger(__name__)
-
-MAX_HEADER_BYTES = 64 * 1024
-"""Request line plus headers: far above the few short fields kube-scheduler sends, and a bound on what a client's
-headers can make the server hold."""
 
 
 class ServeError(RuntimeError):
@@ -93,7 +90,9 @@ def _http2(timeouts: Timeouts) -> Callable[[asyncio.Protocol], asyncio.Protocol]
 def _config(
     listener: Listener, *, log_level: str, timeouts: Timeouts, registry: CollectorRegistry
 ) -> tuple[uvicorn.Config, HandshakeGate | None]:
-    http = deadline_protocol(request_timeout=timeouts.request, max_header_bytes=MAX_HEADER_BYTES)
+    http = deadline_protocol(
+        request_timeout=timeouts.request, max_header_bytes=MAX_HEADER_BYTES, max_header_fields=MAX_HEADER_FIELDS
+    )
     gate = None
     if listener.tls is not None:
         try:
@@ -119,6 +118,9 @@ def _config(
         # ProxyHeadersMiddleware (on by default, trusting loopback) would only scan every request's headers, and
         # let a process on the same host rename itself in ``scope["client"]``.
         proxy_headers=False,
+        # No WebSocket is served: an upgrade would hand a connection to another protocol behind the TLS gate's back,
+        # which counts each connection until its HTTP protocol loses it (api.http.tls).
+        ws="none",
         http=gated(http, gate.connection) if gate else http,  # TLS is the gate's: uvicorn serves plain TCP
         timeout_keep_alive=int(timeouts.keep_alive),
         timeout_graceful_shutdown=int(timeouts.graceful_shutdown),

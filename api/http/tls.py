@@ -11,6 +11,14 @@ accepts plain TCP and each connection does its own handshake (``loop.start_tls``
   subject alternative name. Any certificate the CA signed is not enough: with cert-manager, whoever may create a
   Certificate in the namespace gets one from the same CA. Checked once per connection, right after the handshake,
   so a kept-alive connection costs nothing more per request;
+- **a close deadline**: once a connection is closed (a request deadline, an idle keep-alive), its TLS close, sending
+  what is left and close_notify and waiting for the client's, ends within ``CLOSE_TIMEOUT``, as the loop's far
+  longer default would let a client that never answers hold its socket;
+- **caps**: at most ``MAX_CONNECTIONS`` connections open per listener (handshaking or handed to HTTP), of which at
+  most ``MAX_PENDING_HANDSHAKES`` handshaking. A connection over either is closed at once, before any handshake work:
+  clients that open connections faster than they close them, or stall handshakes by the thousand, cannot make the
+  server hold sockets, tasks and TLS state without end. A connection counts until it is lost, before or after it is
+  handed to HTTP (``_Counted`` sees its HTTP protocol lose it);
 - **said and counted**: every failed handshake and every refused client increments
   ``grove_extender_tls_handshake_failures_total{listener, reason}`` and is logged, at most one line per reason and
   listener every ``LOG_INTERVAL`` seconds (the line says how many more there were), so a scanner cannot flood the
@@ -39,8 +47,11 @@ from prometheus_client import CollectorRegistry, Counter
 from api.http.fences.loop_fence import start_tls_after_plain_bytes
 
 __all__ = [
+    "CLOSE_TIMEOUT",
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "LOG_INTERVAL",
+    "MAX_CONNECTIONS",
+    "MAX_PENDING_HANDSHAKES",
     "HandshakeFailures",
     "HandshakeGate",
     "TlsConfig",
@@ -55,6 +66,21 @@ log = logging.getLogger(__name__)
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 """Seconds a TLS handshake may take, from the connection's first moment: kube-scheduler's own finish far sooner, so
 only a client that stalls meets it."""
+
+CLOSE_TIMEOUT = 5.0
+"""Seconds a TLS connection's close may take once the server has closed it: the rest of its replies flushed, then
+close_notify answered. A client that still reads and answers does so within a round trip; one that stopped reading
+or never answers would otherwise hold its socket for the event loop's default, long after the deadline that closed
+it."""
+
+MAX_CONNECTIONS = 512
+"""Connections one TLS listener keeps open, handshaking or handed to HTTP: kube-scheduler keeps one, over HTTP/2, so
+only clients that hoard connections meet it. A client held to HTTP/1.1 opens one per call in flight, binds waiting
+for their gang included: past this many at once, its next connection is refused (``busy``)."""
+
+MAX_PENDING_HANDSHAKES = 64
+"""Handshakes one TLS listener runs at once, each a task and TLS state until it ends (at the handshake deadline, for
+a client that stalls): kube-scheduler handshakes once per connection it opens."""
 
 LOG_INTERVAL = 10.0
 """At most one log line per listener and failure reason in this many seconds."""
@@ -157,11 +183,19 @@ class HandshakeGate:
         registry: CollectorRegistry,
         clock: Callable[[], float] = time.monotonic,
         alternatives: Mapping[str, Callable[[asyncio.Protocol], asyncio.Protocol]] | None = None,
+        close_timeout: float = CLOSE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+        max_pending_handshakes: int = MAX_PENDING_HANDSHAKES,
     ) -> None:
         """``alternatives``: protocols offered by ALPN ahead of HTTP/1.1 (``{"h2": ...}``), each made from the
         HTTP/1.1 protocol the connection was accepted with when the client chooses it."""
         self.context = context
         self._config = config
+        self._close_timeout = close_timeout
+        self._max_connections = max_connections
+        self._max_pending = max_pending_handshakes
+        self._open = 0
+        self._pending = 0
         self._alternatives = dict(alternatives or {})
         if self._alternatives:
             context.set_alpn_protocols([*self._alternatives, "http/1.1"])
@@ -172,7 +206,8 @@ class HandshakeGate:
                 "TLS connections closed before reaching HTTP, by reason: timeout (no complete handshake within "
                 "--tls-handshake-timeout), tls (a protocol or certificate error, e.g. no client certificate or one "
                 "of another CA), client_san (a certificate of the CA without an accepted --client-san), closed "
-                "(the client went away).",
+                "(the client went away), busy (closed unread: the listener had its most connections open, or "
+                "handshakes under way).",
                 ["listener", "reason"],
                 registry=registry,
             ),
@@ -192,12 +227,48 @@ class HandshakeGate:
     def connection(self, http: asyncio.Protocol) -> asyncio.Protocol:
         return _Connection(self, http)
 
+    @property
+    def open_connections(self) -> int:
+        return self._open
+
+    @property
+    def pending_handshakes(self) -> int:
+        return self._pending
+
+    def admit(self, transport: asyncio.Transport) -> bool:
+        """Count a new connection in, or close it at once (``busy``) when the listener is at either cap."""
+        if self._open >= self._max_connections:
+            busy = f"{self._open} connections open, the most this listener keeps"
+        elif self._pending >= self._max_pending:
+            busy = f"{self._pending} handshakes under way, the most this listener runs at once"
+        else:
+            self._open += 1
+            return True
+        transport.abort()
+        self.failures.record("busy", client=transport.get_extra_info("peername"), detail=busy)
+        return False
+
+    def released(self) -> None:
+        """An admitted connection is gone (``_Connection.release``: once per connection)."""
+        self._open -= 1
+
     def start(self, connection: _Connection, transport: asyncio.Transport) -> None:
+        self._pending += 1
         task = asyncio.get_running_loop().create_task(self._handshake(connection, transport))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
 
     async def _handshake(self, connection: _Connection, transport: asyncio.Transport) -> None:
+        handed_over = False
+        try:
+            handed_over = await self._secure(connection, transport)
+        finally:
+            self._pending -= 1
+            if not handed_over:
+                connection.release()
+
+    async def _secure(self, connection: _Connection, transport: asyncio.Transport) -> bool:
+        """Handshake, check the client and hand the connection to HTTP; whether it was handed over."""
         client = transport.get_extra_info("peername")
         connection.tls_started = True
         try:
@@ -208,25 +279,26 @@ class HandshakeGate:
                 self.context,
                 read_before=connection.take_plain_bytes,
                 handshake_timeout=self._config.handshake_timeout,
+                shutdown_timeout=self._close_timeout,
             )
         except Exception as err:  # whatever ends a handshake early ends only this connection
             transport.abort()
             reason, detail = _failure(err)
             self.failures.record(reason, client=client, detail=detail)
-            return
+            return False
         if secure is None:  # the loop's signature allows it; start_tls on a server transport never returns None
             transport.abort()
-            return
+            return False
         refusal = client_refusal(secure.get_extra_info("peercert"), self._config.client_sans)
         if refusal is not None:
             secure.abort()
             self.failures.record("client_san", client=client, detail=refusal)
-            return
+            return False
         ssl_object = secure.get_extra_info("ssl_object")
         chosen = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
         make = self._alternatives.get(chosen) if chosen else None
         self._accepted.labels(self._listener, chosen if make is not None else "http/1.1").inc()
-        connection.hand_over(secure, make)
+        return connection.hand_over(secure, make)
 
 
 class _Connection(asyncio.Protocol):
@@ -248,11 +320,21 @@ class _Connection(asyncio.Protocol):
         self._early = bytearray()
         self._eof = False
         self._lost = False
+        self._admitted = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
+        self._admitted = self._gate.admit(transport)
+        if not self._admitted:
+            return
         transport.pause_reading()  # honoured by asyncio's loop; uvloop resumes it (see the class docstring)
         self._gate.start(self, transport)
+
+    def release(self) -> None:
+        """The connection no longer counts against its listener's cap: it is lost, or will never reach HTTP."""
+        if self._admitted:
+            self._admitted = False
+            self._gate.released()
 
     def data_received(self, data: bytes) -> None:
         (self._early if self.tls_started else self._plain).extend(data)
@@ -268,22 +350,57 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self.release()
 
     def hand_over(
         self, secure: asyncio.Transport, make: Callable[[asyncio.Protocol], asyncio.Protocol] | None = None
-    ) -> None:
-        """Give the connection to its HTTP/1.1 protocol, or to the one ``make`` builds from it (ALPN's choice)."""
+    ) -> bool:
+        """Give the connection to its HTTP/1.1 protocol, or to the one ``make`` builds from it (ALPN's choice);
+        whether it was still there to give."""
         if self._lost:
-            return
+            return False
         if make is not None:
             self._http = make(self._http)
-        secure.set_protocol(self._http)
+        secure.set_protocol(_Counted(self._http, self))
         self._http.connection_made(secure)
         if self._early:
             self._http.data_received(bytes(self._early))
             self._early.clear()
         if self._eof:
             self._http.eof_received()
+        return True
+
+
+class _Counted(asyncio.Protocol):
+    """A connection's protocol once handed over: its HTTP protocol, every callback passed on as it comes, and the
+    connection released from its listener's count when it is lost. The HTTP protocols are left as they are (neither
+    knows of the gate), and neither hands its transport to another protocol: uvicorn's WebSocket upgrade, which would,
+    is off (``api.http.server``)."""
+
+    def __init__(self, http: asyncio.Protocol, connection: _Connection) -> None:
+        self._http = http
+        self._connection = connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._http.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._http.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._http.eof_received()
+
+    def pause_writing(self) -> None:
+        self._http.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._http.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self._http.connection_lost(exc)
+        finally:
+            self._connection.release()
 
 
 class TlsReloader:

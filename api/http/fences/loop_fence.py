@@ -12,7 +12,15 @@ it swaps the transport's protocol for the loop's own TLS protocol before its fir
 runs first, finds the TLS protocol (asyncio's private ``sslproto.SSLProtocol``, uvloop's ``SSLProtocol``) as the
 transport's protocol, and can hand it the bytes through its ``BufferedProtocol`` methods (``get_buffer``,
 ``buffer_updated``) before its ``connection_made``: both keep them in their incoming buffer and handshake on them
-once started. ``tests/api/http/fences/test_loop.py`` runs that hand-over on both loops.
+once started.
+
+Relies too on what ``start_tls``'s ``ssl_shutdown_timeout`` bounds in both loops' TLS protocols: once the connection
+is closed, the whole close (flushing what is still to be sent, sending close_notify and waiting for the peer's) is
+cut short after that many seconds, and the socket closed. Left unset, each loop waits its own default
+(``SSL_SHUTDOWN_TIMEOUT``, 30 seconds in both), so a client that never answers close_notify holds its socket that
+long after the server has closed it.
+
+``tests/api/http/fences/test_loop.py`` runs the hand-over, and a close that the client never answers, on both loops.
 """
 
 from __future__ import annotations
@@ -32,12 +40,21 @@ async def start_tls_after_plain_bytes(
     *,
     read_before: Callable[[], bytes],
     handshake_timeout: float,
+    shutdown_timeout: float,
 ) -> asyncio.Transport | None:
     """``loop.start_tls`` on the server side, with the plain bytes ``read_before()`` returns (those ``protocol`` read
-    before this call, asked for once the loop's TLS protocol owns the transport) handed to the TLS protocol first."""
+    before this call, asked for once the loop's TLS protocol owns the transport) handed to the TLS protocol first,
+    and the connection's close over within ``shutdown_timeout`` whether or not the client answers it."""
     loop = asyncio.get_running_loop()
     loop.call_soon(_hand_over, transport, protocol, read_before)  # ahead of what start_tls queues
-    return await loop.start_tls(transport, protocol, context, server_side=True, ssl_handshake_timeout=handshake_timeout)
+    return await loop.start_tls(
+        transport,
+        protocol,
+        context,
+        server_side=True,
+        ssl_handshake_timeout=handshake_timeout,
+        ssl_shutdown_timeout=shutdown_timeout,
+    )
 
 
 def _hand_over(transport: asyncio.Transport, protocol: asyncio.Protocol, read_before: Callable[[], bytes]) -> None:

@@ -24,8 +24,9 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from api.http.limits import MAX_HEADER_FIELDS
 from api.http.server import Listener, Timeouts, _config
-from api.http.tls import DEFAULT_HANDSHAKE_TIMEOUT
+from api.http.tls import CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT
 from scheduler.cli import build_parser, main
 from scheduler.cli.certs import Authority, issue
 from scheduler.cli.listeners import build_listeners
@@ -234,6 +235,38 @@ def test_oversized_headers_and_bodies_are_refused_unread(plain: Server) -> None:
     assert reply.startswith(b"HTTP/1.1 413") and b"limit of 100000 bytes" in reply
 
 
+def read_reply(sock: socket.socket) -> bytes:
+    """What the server sent before closing; what arrived before a reset, if it reset the connection."""
+    reply = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+FIELDS_REFUSED = f"request has more than {MAX_HEADER_FIELDS} header fields".encode()
+
+
+@pytest.mark.parametrize(("more_fields", "status"), [(MAX_HEADER_FIELDS - 4, b"200"), (MAX_HEADER_FIELDS - 3, b"431")])
+def test_a_request_of_more_header_fields_than_the_limit_is_refused_431(
+    plain: Server, more_fields: int, status: bytes
+) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        sock.sendall(filter_request(more_fields=more_fields))
+        reply = read_reply(sock)
+    assert reply.startswith(b"HTTP/1.1 " + status), reply[:200]
+    assert reply.endswith(FIELDS_REFUSED) == (status == b"431"), reply[-200:]
+
+
+def test_sixty_thousand_empty_header_fields_are_refused_and_the_connection_closed(plain: Server) -> None:
+    with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # refused before it was all sent
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + b"a:\r\n" * 60_000 + b"\r\n")
+        reply = read_reply(sock)
+    # A reset may overtake the answer when the server closes with the rest of the head unread: never a 200.
+    assert reply == b"" or (reply.startswith(b"HTTP/1.1 431") and reply.endswith(FIELDS_REFUSED)), reply[:200]
+
+
 def test_aborted_uploads_are_logged_quietly(plain: Server) -> None:
     for _ in range(3):
         with socket.create_connection(("127.0.0.1", plain.port), timeout=PATIENCE) as sock:
@@ -257,17 +290,24 @@ def client_context(pki: Pki, *, cert: Path | None, key: Path | None) -> ssl.SSLC
     return context
 
 
-def exchange(server: Server, context: ssl.SSLContext) -> bytes:
-    """One filter over TLS; whatever the server sent back before closing (b"" or an exception if refused)."""
+def filter_request(*, more_fields: int = 0) -> bytes:
+    """A filter as kube-scheduler sends it (four header fields), with ``more_fields`` fields of no meaning added."""
+    return (
+        b"POST /filter HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + b"".join(b"X-Field-%d: x\r\n" % i for i in range(more_fields))
+        + f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n".encode()
+        + FILTER
+    )
+
+
+def exchange(server: Server, context: ssl.SSLContext, request: bytes | None = None) -> bytes:
+    """One filter (or ``request``) over TLS; whatever the server sent back before closing (b"" or an exception if
+    refused)."""
     with (
         socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE) as raw,
         context.wrap_socket(raw, server_hostname="localhost") as sock,
     ):
-        sock.sendall(
-            b"POST /filter HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(FILTER)}\r\nConnection: close\r\n\r\n".encode()
-            + FILTER
-        )
+        sock.sendall(filter_request() if request is None else request)
         received = b""
         while chunk := sock.recv(65536):
             received += chunk
@@ -279,6 +319,13 @@ def test_a_client_with_the_schedulers_certificate_is_served(tls: Server, pki: Pk
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert len(json.loads(body)["NodeNames"]) == 1
+
+
+def test_over_tls_too_a_request_of_more_header_fields_than_the_limit_is_refused_431(tls: Server, pki: Pki) -> None:
+    context = client_context(pki, cert=pki.client_cert, key=pki.client_key)
+    assert exchange(tls, context, filter_request(more_fields=MAX_HEADER_FIELDS - 4)).startswith(b"HTTP/1.1 200")
+    reply = exchange(tls, context, filter_request(more_fields=MAX_HEADER_FIELDS - 3))
+    assert reply.startswith(b"HTTP/1.1 431") and reply.endswith(FIELDS_REFUSED), reply
 
 
 def reply_or_refusal(server: Server, context: ssl.SSLContext) -> bytes:
@@ -339,6 +386,54 @@ def test_the_handshake_timeout_is_10_seconds_unless_told_otherwise() -> None:
     args = build_parser().parse_args(["serve", "--snapshot", str(DEMO)])
     assert args.tls_handshake_timeout == DEFAULT_HANDSHAKE_TIMEOUT == 10.0
     assert "TLS handshake within 10 s" in (REPO_ROOT / "README.md").read_text()
+
+
+class SilentClient:
+    """A TLS client by hand over a plain socket: it reads what the server sends, but never answers its close_notify
+    (the bytes it would send back are never written to the socket)."""
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext) -> None:
+        self.sock = sock
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_hostname="localhost")
+        while True:
+            try:
+                self.tls.do_handshake()
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.outgoing.read())
+                self.incoming.write(self.sock.recv(65536))
+            else:
+                self.sock.sendall(self.outgoing.read())
+                return
+
+    def send(self, data: bytes) -> None:
+        self.tls.write(data)
+        self.sock.sendall(self.outgoing.read())
+
+    def read_until_close_notify(self) -> bytes:
+        """What the server sent up to its close_notify, which is read and left unanswered."""
+        received = b""
+        while raw := self.sock.recv(65536):
+            self.incoming.write(raw)
+            with contextlib.suppress(ssl.SSLWantReadError):
+                while chunk := self.tls.read(65536):
+                    received += chunk
+                return received  # read() says close_notify by returning nothing
+        raise AssertionError(f"the server closed without a close_notify after {received[:100]!r}")
+
+
+def test_a_client_that_never_answers_close_notify_is_closed_within_the_close_timeout(tls: Server, pki: Pki) -> None:
+    """The loop's own default would hold the socket long after the server closed it (a request deadline, an idle
+    keep-alive; here a reply to ``Connection: close``)."""
+    with socket.create_connection(("127.0.0.1", tls.port), timeout=PATIENCE) as sock:
+        client = SilentClient(sock, client_context(pki, cert=pki.client_cert, key=pki.client_key))
+        client.send(filter_request())
+        reply = client.read_until_close_notify()
+        notified = time.monotonic()
+        assert closed_by_server(sock), "the server held the connection open"
+        held = time.monotonic() - notified
+    assert reply.startswith(b"HTTP/1.1 200")
+    assert held < CLOSE_TIMEOUT + 10, f"closed {held:.2f} s after its close_notify, not within {CLOSE_TIMEOUT} s"
 
 
 def handshakes(server: Server, protocol: str) -> float:
@@ -521,3 +616,11 @@ def test_no_proxy_header_middleware_stands_between_uvicorn_and_the_app() -> None
     listener = Listener(name="extender", app=APP, host="127.0.0.1", port=free_port())
     config, _ = _config(listener, log_level="warning", timeouts=Timeouts(), registry=CollectorRegistry())
     assert config.loaded_app is APP
+
+
+def test_no_websocket_upgrade_takes_a_connection_from_under_the_tls_gate() -> None:
+    """The gate counts a connection until the protocol it handed the connection to loses it: an upgrade to a
+    WebSocket protocol would swap that protocol and the connection would count for ever."""
+    listener = Listener(name="extender", app=APP, host="127.0.0.1", port=free_port())
+    config, _ = _config(listener, log_level="warning", timeouts=Timeouts(), registry=CollectorRegistry())
+    assert config.ws_protocol_class is None

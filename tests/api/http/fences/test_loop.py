@@ -1,7 +1,9 @@
 """``api.http.fences.loop_fence`` on asyncio's loop and on uvloop's: a connection that read the ClientHello as plain
 bytes before ``start_tls`` hands them to the loop's TLS protocol, the handshake completes on them, and the protocol
 then reads the client's decrypted bytes. If a release of either loop stops taking bytes that way, the handshake
-never finishes and this fails naming the loop."""
+never finishes and this fails naming the loop. And a close the client never answers (no close_notify back) ends
+within ``ssl_shutdown_timeout``, not the loop's default: if a release stops bounding the close by it, this fails
+naming the loop."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class Reader(asyncio.Protocol):
         self.decrypted = bytearray()
         self.tls = False
         self.arrived = asyncio.Event()
+        self.lost = asyncio.Event()
 
     def data_received(self, data: bytes) -> None:
         (self.decrypted if self.tls else self.plain).extend(data)
@@ -34,6 +37,9 @@ class Reader(asyncio.Protocol):
     def take_plain_bytes(self) -> bytes:
         data, self.plain = bytes(self.plain), bytearray()
         return data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost.set()
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +61,22 @@ LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
 }
 
 
+async def _start_tls(
+    transport: asyncio.Transport, reader: Reader, context: ssl.SSLContext, *, shutdown_timeout: float
+) -> asyncio.Transport | None:
+    return await asyncio.wait_for(
+        start_tls_after_plain_bytes(
+            transport,
+            reader,
+            context,
+            read_before=reader.take_plain_bytes,
+            handshake_timeout=5,
+            shutdown_timeout=shutdown_timeout,
+        ),
+        10,
+    )
+
+
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_a_client_hello_read_before_start_tls_reaches_the_loops_tls_protocol(
     loop_name: str, contexts: tuple[ssl.SSLContext, ssl.SSLContext]
@@ -73,12 +95,7 @@ def test_a_client_hello_read_before_start_tls_reaches_the_loops_tls_protocol(
         hello = len(reader.plain)
         reader.tls = True
         try:
-            secure = await asyncio.wait_for(
-                start_tls_after_plain_bytes(
-                    transport, reader, server_context, read_before=reader.take_plain_bytes, handshake_timeout=5
-                ),
-                10,
-            )
+            secure = await _start_tls(transport, reader, server_context, shutdown_timeout=5)
         except (TimeoutError, ConnectionError, ssl.SSLError) as err:
             pytest.fail(f"{loop_name}: start_tls no longer handshakes on bytes handed to its TLS protocol first: {err}")
         assert secure is not None
@@ -101,3 +118,58 @@ def test_a_client_hello_read_before_start_tls_reaches_the_loops_tls_protocol(
         loop.close()
     assert hello > 0  # the ClientHello was read before start_tls: the path under test was taken
     assert decrypted == b"ping" and plain_after == b""
+
+
+async def _handshake_then_silence(sock: socket.socket, context: ssl.SSLContext) -> None:
+    """The client's side of a handshake, by hand over ``sock``: once it is done, the client reads nothing more and
+    answers nothing, not even the server's close_notify."""
+    loop = asyncio.get_running_loop()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    while True:
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            await loop.sock_sendall(sock, outgoing.read())
+            incoming.write(await loop.sock_recv(sock, 65536))
+        else:
+            await loop.sock_sendall(sock, outgoing.read())
+            return
+
+
+SHUTDOWN = 0.5  # the close deadline under test, far below both loops' default
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_close_the_client_never_answers_ends_within_the_shutdown_timeout(
+    loop_name: str, contexts: tuple[ssl.SSLContext, ssl.SSLContext]
+) -> None:
+    server_context, client_context = contexts
+
+    async def run() -> None:
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        reader = Reader()
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.connect_accepted_socket(lambda: reader, ours)
+        reader.tls = True
+        client = asyncio.create_task(_handshake_then_silence(theirs, client_context))
+        secure = await _start_tls(transport, reader, server_context, shutdown_timeout=SHUTDOWN)
+        assert secure is not None
+        await asyncio.wait_for(client, 5)
+        secure.close()
+        try:
+            await asyncio.wait_for(reader.lost.wait(), SHUTDOWN + 10)
+        except TimeoutError:
+            pytest.fail(f"{loop_name}: a TLS close the client never answers outlived start_tls's ssl_shutdown_timeout")
+        finally:
+            transport.abort()
+            await asyncio.sleep(0.05)  # the loop closes what was aborted
+            ours.close()
+            theirs.close()
+
+    loop = LOOPS[loop_name]()
+    try:
+        loop.run_until_complete(run())
+    finally:
+        loop.close()

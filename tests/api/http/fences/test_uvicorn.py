@@ -33,12 +33,15 @@ HOOKS = {
     "__init__": ["self", "config", "server_state", "app_state", "_loop"],
     "connection_made": ["self", "transport"],
     "connection_lost": ["self", "exc"],
+    "data_received": ["self", "data"],
     "on_message_begin": ["self"],
     "on_url": ["self", "url"],
     "on_header": ["self", "name", "value"],
+    "on_headers_complete": ["self"],
+    "on_body": ["self", "body"],
     "on_message_complete": ["self"],
-    "send_400_response": ["self", "msg"],
 }
+FIELDS = 8  # the test server's cap on header fields
 
 
 @pytest.mark.parametrize("hook", HOOKS)
@@ -77,6 +80,19 @@ class _Lingering:
             self.state.connections.discard(self)
 
 
+def _parsed(http: type[DeadlineProtocol]) -> type[DeadlineProtocol]:
+    """``http``, counting the header fields its parser reports to it (``parsed``)."""
+
+    class Parsed(http):  # type: ignore[valid-type,misc]
+        parsed = 0
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self.parsed += 1
+            super().on_header(name, value)
+
+    return Parsed
+
+
 async def _serving(
     body: Callable[[QuietServer, tuple[str, int], list[asyncio.Protocol]], Awaitable[None]],
 ) -> tuple[QuietServer, list[asyncio.Protocol], list[dict[str, Any]]]:
@@ -84,7 +100,7 @@ async def _serving(
     made and the keywords uvicorn made them with."""
     made: list[asyncio.Protocol] = []
     keywords: list[dict[str, Any]] = []
-    http = deadline_protocol(request_timeout=0.3, max_header_bytes=1024)
+    http = _parsed(deadline_protocol(request_timeout=0.3, max_header_bytes=1024, max_header_fields=FIELDS))
 
     def recording(**kwargs: Any) -> HttpToolsProtocol:
         keywords.append(dict(kwargs))
@@ -156,6 +172,38 @@ def test_a_real_server_makes_each_protocol_as_gated_expects_and_the_bounds_hold(
     assert handlers == before, "uvicorn installed signal handlers: QuietServer.capture_signals no longer overrides"
     started = [r.getMessage() for r in caplog.records if "running on" in r.getMessage().lower()]
     assert not started, f"uvicorn logged {started}: QuietServer._log_started_message no longer overrides"
+
+
+def _fields(count: int) -> bytes:
+    return b"".join(b"x-%d: y\r\n" % i for i in range(count))
+
+
+def test_a_request_of_too_many_header_fields_is_refused_and_its_head_mostly_unparsed() -> None:
+    """The exact limit is the parser's count; a head far over it is refused from its bytes before the parser reads
+    it; a head behind a body in the same read, which only the parser finds, is refused at the limit too."""
+    replies: dict[str, bytes] = {}
+    parsed: dict[str, int] = {}
+    get = b"GET / HTTP/1.1\r\nconnection: close\r\n"
+    sent = {
+        "within": get + _fields(FIELDS - 1) + b"\r\n",
+        "one-over": get + _fields(FIELDS) + b"\r\n",
+        "far-over": get + _fields(1000) + b"\r\n",
+        "behind-a-body": b"POST / HTTP/1.1\r\ncontent-length: 2\r\n\r\nhi" + get + _fields(1000) + b"\r\n",
+    }
+
+    async def body(server: QuietServer, address: tuple[str, int], made: list[asyncio.Protocol]) -> None:
+        for name, data in sent.items():
+            replies[name] = await _request(address, data)
+            parsed[name] = getattr(made[-1], "parsed", -1)
+
+    asyncio.run(_serving(body))
+    refusal = f"request has more than {FIELDS} header fields".encode()
+    assert replies["within"].startswith(b"HTTP/1.1 200")
+    for name in ("one-over", "far-over"):
+        assert replies[name].startswith(b"HTTP/1.1 431 Request Header Fields Too Large"), (name, replies[name])
+        assert replies[name].endswith(b"\r\n\r\n" + refusal), (name, replies[name])
+    assert b"HTTP/1.1 431" in replies["behind-a-body"] and replies["behind-a-body"].endswith(refusal)
+    assert parsed["far-over"] <= FIELDS + 2, f"the parser read {parsed['far-over']} fields of a head refused unread"
 
 
 def test_a_graceful_shutdown_tells_each_connection_in_the_server_state_and_waits_for_it() -> None:
