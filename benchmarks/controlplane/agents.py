@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
+
 from benchmarks.controlplane.rest import Api, ApiError
 
 __all__ = ["Agent", "Handler"]
@@ -66,8 +68,10 @@ class Agent:
                 async for event in client.watch(path, resource_version=version, timeoutSeconds="300", **query):
                     if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         handle(event["type"], event["object"])
-            except (TimeoutError, ApiError, OSError) as err:
-                log.warning("%s: watch of %s: %s", self.name, path, err)
+            except (TimeoutError, ApiError, OSError, aiohttp.ClientError) as err:
+                # A restarted kube-apiserver ends every stream (aiohttp's ServerDisconnectedError, not an OSError):
+                # list again, as an informer does, or every later scenario loses this agent.
+                log.warning("%s: watch of %s: %s: %s", self.name, path, type(err).__name__, err)
                 await asyncio.sleep(1)
 
     def spawn(self, coroutine: Any) -> asyncio.Task[Any]:

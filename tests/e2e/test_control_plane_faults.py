@@ -135,6 +135,9 @@ def test_kube_apiserver_restarted_mid_placement(control_plane: ControlPlane, nam
     done = time.monotonic()
     wait_for(lambda: not _unreported(plane, namespace), timeout=60, what="Scheduled=True on every PodGang",
              show=lambda: _unreported(plane, namespace))  # fmt: skip
+    # The harness's stand-ins (a kubelet that makes bound pods Ready, among others) must have come back too, or every
+    # scenario after this one would fail for them.
+    wait_for(lambda: all(ready(p) for p in pods(plane, namespace)), timeout=60, what="every pod Ready")
     relists = _log(log).count("watch expired") - relists_before
     assert relists >= 1, "no informer of the extender met 410 Gone and relisted"
     assert plane.extender.child.alive()
