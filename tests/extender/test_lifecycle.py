@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from api.core import Pod
@@ -347,3 +349,18 @@ def test_after_a_restart_a_gang_cut_mid_release_is_planned_before_the_queue_head
     assert states["default/cut"]["state"] == "PartiallyBound" and states["default/cut"]["plan"], states["default/cut"]
     assert set(states["default/cut"]["plan"].values()) <= {"a0", "a1"}
     assert states["default/nine"]["state"] == "Planned"
+
+
+def test_a_standby_with_a_stale_view_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """A network cut costs a leader its Lease and its watches alike, whichever it notices first: the probe says (and
+    the log tells an operator) that the view is stale, not only that the replica does not lead."""
+
+    class Standby:
+        def is_leader(self) -> bool:
+            return False
+
+    h = harness(nodes=NODES, leadership=Standby())
+    h.coordinator.add_freshness(lambda: "watches failing: Pod for 12 s")
+    with caplog.at_level(logging.WARNING):
+        assert not h.coordinator.ready()
+    assert any("view stale" in r.getMessage() and "Pod for 12 s" in r.getMessage() for r in caplog.records)

@@ -309,7 +309,10 @@ class Coordinator:
         self._freshness.append(probe)
 
     def ready(self) -> bool:
-        return self.store.synced and self._leadership.is_leader() and self._stale() is None
+        # The view's freshness first, whatever else is wrong: a standby, or a leader that lost its Lease in the same
+        # outage, still says (and logs) that its view is stale, so an operator is told what the probe fails for.
+        stale = self._stale()
+        return self.store.synced and self._leadership.is_leader() and stale is None
 
     def _stale(self) -> str | None:
         why = next((found for probe in self._freshness if (found := probe()) is not None), None)
