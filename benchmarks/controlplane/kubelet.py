@@ -24,8 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from benchmarks.controlplane.agents import Agent, Handler
-from benchmarks.controlplane.rest import Api
+from benchmarks.controlplane.rest import Api, ApiError
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.tokens import write_kubeconfig
 
@@ -55,6 +57,7 @@ class Kubelet(Agent):
         self.quiet: set[str] = set()
         self._start_initc = start_initc
         self._running: dict[str, asyncio.Task[Any]] = {}  # uid → the task that runs it (kept once done)
+        self._unfinished: set[str] = set()  # uids whose start failed on the API: started again when next seen
         self._finalizing: set[str] = set()
 
     def watches(self) -> list[tuple[str, dict[str, str], Handler]]:
@@ -89,8 +92,12 @@ class Kubelet(Agent):
         if uid in self._running or meta["namespace"] in self.quiet:
             return
         status = pod.get("status") or {}
-        if status.get("phase") != "Pending" or any(c.get("type") == "Ready" for c in status.get("conditions", [])):
+        started = status.get("phase") != "Pending" or any(
+            c.get("type") == "Ready" for c in status.get("conditions", [])
+        )
+        if started and uid not in self._unfinished:
             return
+        self._unfinished.discard(uid)
         self._running[uid] = self.spawn(self._run_pod(pod))
 
     async def _finalize(self, pod: dict[str, Any]) -> None:
@@ -106,13 +113,20 @@ class Kubelet(Agent):
             self.errors.append(f"finalizing {meta['namespace']}/{meta['name']}: HTTP {reply.status}")
 
     async def _run_pod(self, pod: dict[str, Any]) -> None:
-        for init in pod["spec"].get("initContainers", []):
-            if init["name"] == INITC:
-                await self._initc(pod, init)
-        started = _now()
-        await self._status(pod, ready=False, started=started)
-        await asyncio.sleep(self.ready_after)
-        await self._status(pod, ready=True, started=started)
+        try:
+            for init in pod["spec"].get("initContainers", []):
+                if init["name"] == INITC:
+                    await self._initc(pod, init)
+            started = _now()
+            await self._status(pod, ready=False, started=started)
+            await asyncio.sleep(self.ready_after)
+            await self._status(pod, ready=True, started=started)
+        except (ApiError, aiohttp.ClientError, OSError, TimeoutError):
+            # The API server went away mid-start (make e2e restarts it): start the pod again once the relist after
+            # its return shows it, as a kubelet's sync loop would, rather than leave it never Ready.
+            uid = pod["metadata"]["uid"]
+            self._running.pop(uid, None)
+            self._unfinished.add(uid)
 
     async def _initc(self, pod: dict[str, Any], init: dict[str, Any]) -> None:
         meta = pod["metadata"]

@@ -23,7 +23,7 @@ import pytest
 from benchmarks.controlplane.cluster import EXTENDER_IDENTITY, ControlPlane, Extender
 from benchmarks.controlplane.proxy import ReadinessRoute, TcpProxy, to
 from benchmarks.controlplane.workload import Gang, create_gangs
-from tests.e2e.reads import all_whole, bound, condition, load_average, nodes_by_name, podgangs, pods, wait_for
+from tests.e2e.reads import all_whole, bound, condition, load_average, nodes_by_name, podgangs, pods, ready, wait_for
 
 GPU = "nvidia.com/gpu"
 GANGS = 100  # gangs of 8 pods, one GPU each: placed over several seconds, so a fault lands mid-way
@@ -130,7 +130,7 @@ def test_kube_apiserver_restarted_mid_placement(control_plane: ControlPlane, nam
     at_restart = _bound_pods(plane, namespace)
     killed = time.time()
     down = plane.server.restart(kill=True)
-    ready = time.time()
+    ready_at = time.time()
     _whole_and_once(plane, namespace)
     done = time.monotonic()
     wait_for(lambda: not _unreported(plane, namespace), timeout=60, what="Scheduled=True on every PodGang",
@@ -141,7 +141,7 @@ def test_kube_apiserver_restarted_mid_placement(control_plane: ControlPlane, nam
     relists = _log(log).count("watch expired") - relists_before
     assert relists >= 1, "no informer of the extender met 410 Gone and relisted"
     assert plane.extender.child.alive()
-    outside = _forbidden_outside(plane, since, (killed, ready + WARM_UP))
+    outside = _forbidden_outside(plane, since, (killed, ready_at + WARM_UP))
     assert not outside, "403 outside kube-apiserver's warm-up:\n" + "\n".join(outside[:10])
     figure.append(
         f"kube-apiserver SIGKILLed with {at_restart} of {PODS} pods bound, ready again in {down:.1f} s; {relists} "
