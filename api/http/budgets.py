@@ -66,13 +66,19 @@ class QuietLog:
         self._unlogged: dict[str, int] = {}
 
     def __call__(self, reason: str, message: str, *args: object) -> None:
+        suffix = self.admit(reason)
+        if suffix is not None:
+            self._log.log(self._level, message + " reason=%s%s", *args, reason, suffix)
+
+    def admit(self, reason: str) -> str | None:
+        """Whether a line for ``reason`` may be written now: None if not (it is counted), else what ends the line
+        (how many were left out since the last, or nothing), for a caller that writes its own."""
         now = self._clock()
         if now < self._quiet_until.get(reason, float("-inf")):
             self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
-            return
+            return None
         if len(self._quiet_until) > 1024:  # reasons are few; a bound anyway, whatever a caller passes
             self._quiet_until.clear()
         self._quiet_until[reason] = now + self._interval
         more = self._unlogged.pop(reason, 0)
-        suffix = f" (and {more} more for this reason in the last {self._interval:g}s)" if more else ""
-        self._log.log(self._level, message + " reason=%s%s", *args, reason, suffix)
+        return f" (and {more} more for this reason in the last {self._interval:g}s)" if more else ""

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter
 
+from api.http.budgets import LOG_INTERVAL, QuietLog
 from api.http.fences.loop_fence import start_tls_after_plain_bytes
 
 __all__ = [
@@ -81,9 +82,6 @@ for their gang included: past this many at once, its next connection is refused 
 MAX_PENDING_HANDSHAKES = 64
 """Handshakes one TLS listener runs at once, each a task and TLS state until it ends (at the handshake deadline, for
 a client that stalls): kube-scheduler handshakes once per connection it opens."""
-
-LOG_INTERVAL = 10.0
-"""At most one log line per listener and failure reason in this many seconds."""
 
 
 class TlsError(RuntimeError):
@@ -134,26 +132,20 @@ class HandshakeFailures:
     def __init__(self, listener: str, counter: Counter, clock: Callable[[], float]) -> None:
         self._listener = listener
         self._counter = counter
-        self._clock = clock
-        self._quiet_until: dict[str, float] = {}
-        self._unlogged: dict[str, int] = {}
+        self._quiet = QuietLog(log, interval=LOG_INTERVAL, clock=clock)
 
     def record(self, reason: str, *, client: Any, detail: str) -> None:
         self._counter.labels(self._listener, reason).inc()
-        now = self._clock()
-        if now < self._quiet_until.get(reason, float("-inf")):
-            self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
-            return
-        more = self._unlogged.pop(reason, 0)
-        self._quiet_until[reason] = now + LOG_INTERVAL
-        log.warning(
-            "TLS connection refused listener=%s client=%s reason=%s detail=%s%s",
-            self._listener,
-            _address(client),
-            reason,
-            detail,
-            f" (and {more} more for this reason in the last {LOG_INTERVAL:g}s)" if more else "",
-        )
+        suffix = self._quiet.admit(reason)
+        if suffix is not None:
+            log.warning(
+                "TLS connection refused listener=%s client=%s reason=%s detail=%s%s",
+                self._listener,
+                _address(client),
+                reason,
+                detail,
+                suffix,
+            )
 
 
 def _address(peer: Any) -> str:

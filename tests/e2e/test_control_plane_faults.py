@@ -100,8 +100,12 @@ _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}),\d{3} ")
 def _forbidden_outside(plane: ControlPlane, since: float, window: tuple[float, float]) -> list[str]:
     """403s in our components' logs written after ``since`` (wall-clock) outside ``window`` (wall-clock)."""
     found = []
-    for name in ("extender.log", "reconciler.log"):
-        for line in _log(plane.folder / name).splitlines():
+    # Every log of ours, not only the first process's: a restart writes extender.N.log beside extender.log.
+    for path in sorted(plane.folder.glob("*.log")):
+        if not path.name.startswith(("extender", "reconciler")):
+            continue
+        name = path.name
+        for line in _log(path).splitlines():
             stamp = _STAMP.match(line)
             if not stamp or "403" not in line:
                 continue

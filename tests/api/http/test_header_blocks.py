@@ -137,3 +137,22 @@ def test_fields_over_counts_every_representation_as_hpack_decodes_it(
     for block in (first, again):
         assert fields_over(block, limit) == (len(fields) > limit)
     assert len(Decoder().decode(first, raw=True)) == len(fields)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(b"\x00\x01x\x7f\x81\x80" + b"a" * 70_000, id="longer-than-the-list-limit"),
+        pytest.param(b"\x82" * 101, id="more-fields-than-the-limit"),
+    ],
+)
+def test_a_block_over_a_limit_is_refused_before_hpack_decodes_any_of_it(
+    block: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[bytes] = []
+    monkeypatch.setattr(Decoder, "decode", lambda self, data, raw=False: decoded.append(data) or [])
+    with pytest.raises(OversizedHeaderListError):
+        RememberingDecoder(64 * 1024).decode(block, raw=True)
+    assert decoded == [], "hpack walked the block before it was refused"
+    RememberingDecoder(64 * 1024).decode(b"\x82" * 100, raw=True)
+    assert decoded == [b"\x82" * 100], "a block within the limits is decoded"
