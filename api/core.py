@@ -17,7 +17,6 @@ from api.quantity import QuantityError, check_units, resource_units
 __all__ = [
     "PREEMPT_NEVER",
     "Container",
-    "FieldManager",
     "Node",
     "NodeList",
     "NodeSelectorRequirement",
@@ -81,16 +80,6 @@ class OwnerReference(_Model):
     controller: bool | None = None
 
 
-class FieldManager(_Model):
-    """One ``metadata.managedFields`` entry, without the fields it owns: whose writes (``manager``) to which part of
-    the object (``subresource``) still own something in it. An entry that owns nothing any more is dropped by the API
-    server, so a manager that only ever writes one field is listed exactly while that field is its."""
-
-    manager: str = ""
-    operation: str = ""
-    subresource: str = ""
-
-
 class ObjectMeta(_Model):
     name: str = ""
     namespace: str = ""
@@ -101,18 +90,16 @@ class ObjectMeta(_Model):
     creationTimestamp: datetime | None = None
     deletionTimestamp: datetime | None = None
     ownerReferences: list[OwnerReference] = Field(default_factory=list)
-    # Read, never written back (an answer that echoes an object must not grow by it).
-    managedFields: list[FieldManager] = Field(default_factory=list, exclude=True)
+    # Who owns a field of the status subresource (``managedFields`` entries for ``status``), as the watch decoder
+    # (``scheduler.kube.decoding``) reads it for a pod whose status names a nominated node, and for no other: the
+    # model itself skips ``managedFields``, whose entries would cost every decode of every pod of ours. Never
+    # written back.
+    status_managers: tuple[str, ...] = Field(default=(), exclude=True)
 
     @field_validator("labels", "annotations", mode="before")
     @classmethod
     def _none_is_empty(cls, value: Any) -> Any:
         return {} if value is None else value
-
-    @field_validator("managedFields", mode="before")
-    @classmethod
-    def _none_is_none(cls, value: Any) -> Any:
-        return [] if value is None else value
 
 
 class Toleration(_Model):

@@ -233,6 +233,23 @@ class _WhoseEvent(msgspec.Struct):
     object: _Whose
 
 
+class _Manager(msgspec.Struct):
+    manager: str = ""
+    subresource: str = ""
+
+
+class _ManagedMeta(msgspec.Struct):
+    managedFields: list[_Manager] | None = None
+
+
+class _Managed(msgspec.Struct):
+    metadata: _ManagedMeta = msgspec.field(default_factory=_ManagedMeta)
+
+
+class _ManagedEvent(msgspec.Struct):
+    object: _Managed
+
+
 class _FactsEvent(msgspec.Struct):
     object: _PodFacts
 
@@ -247,8 +264,17 @@ _WHOSE_EVENT = msgspec.json.Decoder(_WhoseEvent)
 _FACTS = msgspec.json.Decoder(_PodFacts)
 _FACTS_EVENT = msgspec.json.Decoder(_FactsEvent)
 _POD_EVENT = _Event[Pod]
+_MANAGED = msgspec.json.Decoder(_Managed)
+_MANAGED_EVENT = msgspec.json.Decoder(_ManagedEvent)
 _PAGE = msgspec.json.Decoder(_RawPage)
 _SHARED_VECTORS = 4096
+
+
+def _status_managers(pod: Pod, managed: _Managed) -> None:
+    """Who owns a field of ``pod``'s status, read apart from the model (msgspec skips the fields each owns): only for
+    a pod whose status names a nominated node, the one question it answers (``nominated_by_us``)."""
+    entries = managed.metadata.managedFields or ()
+    pod.metadata.status_managers = tuple(entry.manager for entry in entries if entry.subresource == "status")
 
 
 def _units(quantities: Quantities | None) -> ResourceVector:
@@ -282,6 +308,8 @@ class PodDecoder:
                 return None
             if self._ours(head.object):
                 pod = _POD_EVENT.model_validate_json(line).object
+                if pod.status.nominatedNodeName:
+                    _status_managers(pod, _MANAGED_EVENT.decode(line).object)
                 return cast(EventType, head.type), pod, pod.metadata.resourceVersion
             facts = _FACTS_EVENT.decode(line).object
             return cast(EventType, head.type), self._foreign(facts), facts.metadata.resourceVersion
@@ -311,12 +339,18 @@ class PodDecoder:
                 return self._foreign(facts)
         except (msgspec.ValidationError, QuantityError):
             pass  # the model below names what is wrong
-        return _validated(Pod, item)  # a valid pod of another scheduler the store slims itself
+        pod = _validated(Pod, item)  # a valid pod of another scheduler the store slims itself
+        if pod is not None and pod.status.nominatedNodeName:
+            _status_managers(pod, msgspec.convert(item, _Managed))
+        return pod
 
     def _item(self, raw: msgspec.Raw) -> Pod | ForeignPod | None:
         try:
             if self._ours(_WHOSE.decode(raw)):
-                return Pod.model_validate_json(bytes(raw))
+                pod = Pod.model_validate_json(bytes(raw))
+                if pod.status.nominatedNodeName:
+                    _status_managers(pod, _MANAGED.decode(raw))
+                return pod
             return self._foreign(_FACTS.decode(raw))
         except (msgspec.DecodeError, QuantityError, ValidationError):
             return None

@@ -25,9 +25,7 @@ def nominated_by_us(pod: Pod) -> bool:
     """Whether ``pod``'s ``status.nominatedNodeName`` is set and was written by us (any replica, any time). The only
     status field we write is that one, so an entry of ours for the ``status`` subresource owns exactly it; another
     component that writes the field since takes it over, and our entry, owning nothing more, is dropped."""
-    return bool(pod.status.nominatedNodeName) and any(
-        entry.manager == FIELD_MANAGER and entry.subresource == "status" for entry in pod.metadata.managedFields
-    )
+    return bool(pod.status.nominatedNodeName) and FIELD_MANAGER in pod.metadata.status_managers
 
 
 @dataclass(frozen=True)

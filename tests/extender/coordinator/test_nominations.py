@@ -414,15 +414,14 @@ def test_a_clear_that_landed_though_its_answer_was_lost_is_settled_by_the_retrys
 
 
 def _nominated_by(p: Pod, node: str, manager: str) -> Pod:
-    """``p`` as the API serves it once ``manager`` wrote its nominatedNodeName (kube-apiserver v1.36 records the
-    writer of a status field in a ``managedFields`` entry for the ``status`` subresource)."""
+    """``p`` as the watch decoder reads it once ``manager`` wrote its nominatedNodeName (kube-apiserver v1.36 records
+    the writer of a status field in a ``managedFields`` entry for the ``status`` subresource; the decoding of those
+    is ``tests/kube/test_decoding.py``'s)."""
     data = p.model_dump(mode="json")
     data["status"]["nominatedNodeName"] = node
-    data["metadata"]["managedFields"] = [
-        {"manager": "kubectl-create", "operation": "Update"},
-        {"manager": manager, "operation": "Update", "subresource": "status"},
-    ]
-    return Pod.model_validate(data)
+    pod = Pod.model_validate(data)
+    pod.metadata.status_managers = (manager,)
+    return pod
 
 
 def test_a_new_leader_clears_the_nominations_of_ours_no_plan_backs_and_keeps_the_rest() -> None:
