@@ -55,7 +55,8 @@ class Phase:
     extender_io: tuple[int, int] = (0, 0)  # read and write system calls over the drive
     writes_by_thread: dict[str, float] = field(default_factory=dict)  # the writes, by thread name
     planning_seconds: float = 0.0  # planned ahead and nominated, before kube-scheduler starts
-    planning_cpu: float = 0.0  # the extender's CPU seconds until then, from its start
+    startup_cpu: float = 0.0  # the extender's CPU seconds from its start until ready, before the queue exists
+    planning_cpu: float = 0.0  # its CPU seconds from the queue's first create until planned and nominated
     planning_by_thread: dict[str, float] = field(default_factory=dict)  # the same, by thread name
     planning_counters: Counters = field(default_factory=dict)  # the extender's counters then (totals)
     final_counters: Counters = field(default_factory=dict)  # the extender's counters at the phase's end (totals)

@@ -14,7 +14,8 @@ The extender nominates each planned pod to its planned node (``--no-nominate`` r
 comparison) and the drive starts once every nomination is written. With ``--live`` kube-scheduler (and the
 extender) run first and the pods are created after, both phases timed from the first create: nothing is planned or
 nominated ahead, so all the extender's planning is in its CPU per pod (without ``--live`` it is printed apart, from
-the extender's start to the drive, listing included).
+the queue's first create to the drive). Either way the extender is started and ready before the queue exists, as a
+cluster's is; its start (imports, listing the cluster) is printed apart too.
 
 ``--http-servers builtin,hypercorn`` runs one phase through the extender for each of ``serve --http-server``'s
 choices, fresh pods and PodGangs each, beside kube-scheduler alone (ARCHITECTURE.md, "Why the HTTP/2 server is our
@@ -35,7 +36,7 @@ names what each bound pod cost: filter (by answer), prioritize and bind calls, T
 events the extender decoded, plans and queue-head models. kube-scheduler's CPU is split by activity (in-tree filters,
 extender calls, TLS handshakes, GC …) from a CPU profile of its first ``PROFILE_SECONDS`` in each phase, read from
 its own pprof endpoint (``benchmarks.e2e.pprof``); ``--profile DIR`` keeps those profiles and adds py-spy ones of
-the extender (``extender-ahead.txt`` from its start until planned and nominated ahead, ``extender-real.txt`` over
+the extender (``extender-ahead.txt`` from the first create until planned and nominated ahead, ``extender-real.txt`` over
 the drive; ``python -m benchmarks.e2e.profile FILE`` sums either). Without ``--live``, one line says what planning
 ahead took: queue heads planned, the CP-SAT models they needed, the gangs' plans and the CPU by thread.
 """
@@ -281,13 +282,15 @@ def through_extender(
     total = queue.size
     phase = Phase("extender" if server == "builtin" else f"extender/{server}", total=total)
     stall = STALL_SECONDS if args.mix else None
-    if not args.live:
-        queue.create_queue(plane.api, NAMESPACE, scheduler="grove")
     flags = (f"--log-level={args.extender_log_level}", f"--http-server={server}",
              *(("--no-nominate",) if args.no_nominate else ()))  # fmt: skip
+    # Started and ready before any pod or PodGang of the queue exists, as a cluster's extender is: its imports and
+    # the listing of the nodes are paid once per process, not per pod, and are printed apart.
     plane.start_extender(extra=flags)
     assert plane.extender is not None
     serve = plane.extender.child.pid
+    phase.startup_cpu = cpu_seconds(serve)
+    started_threads = thread_cpu(serve)
     suffix = "" if server == "builtin" else f"-{server}"
     ahead = (
         Sampler.start(serve, Path(args.profile) / f"extender-ahead{suffix}.txt")
@@ -295,18 +298,21 @@ def through_extender(
         else None
     )
     if not args.live:
+        queue.create_queue(plane.api, NAMESPACE, scheduler="grove")
         # Short stalls: a reservation's time to live runs from its plan, and kube-scheduler is not started yet.
         settled = PLANNED_STALL_SECONDS if args.mix else None
         phase.planning_seconds = _wait_planned(plane, len(queue.guaranteed()), stall=settled)
         if not args.no_nominate:
             phase.planning_seconds += _wait_nominated(plane, total, stall=settled)
-    phase.planning_cpu = cpu_seconds(serve)  # from its start: listing, planning ahead, nominating
+    phase.planning_cpu = cpu_seconds(serve) - phase.startup_cpu  # from the first create: planning, nominating
     live = thread_cpu(serve)
     phase.planning_counters = _extender_counters(plane)
     if ahead is not None:
         ahead.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
-    phase.planning_by_thread = by_thread({}, live, thread_names(serve))
-    phase.planning_by_thread["threads ended (CP-SAT workers …)"] = phase.planning_cpu - sum(live.values())
+    phase.planning_by_thread = by_thread(started_threads, live, thread_names(serve))
+    phase.planning_by_thread["threads ended (CP-SAT workers …)"] = phase.planning_cpu - sum(
+        phase.planning_by_thread.values()
+    )
     idle_from = cpu_seconds(serve)
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
