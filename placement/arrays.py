@@ -53,6 +53,10 @@ class _Tables:
     levels: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
     keys: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
     allocatable: dict[str, Ints] = field(default_factory=dict)
+    # The last view's free vectors, in host order, and the arrays built from them: a view's vector for a node is
+    # replaced, never changed, when what is free there changes, so the next view rebuilds only the hosts whose
+    # vector is another object (the extender's plans follow one another, each changing a few nodes).
+    last_free: tuple[list[Mapping[str, int]], dict[str, Ints]] | None = None
 
 
 _TABLES: weakref.WeakKeyDictionary[object, _Tables] = weakref.WeakKeyDictionary()
@@ -68,11 +72,37 @@ def _tables(view: ClusterView) -> _Tables:
 
 
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
+_EMPTY: Mapping[str, int] = {}  # one object, so a node missing from two views reads as unchanged
 
 
 def _frozen(array: _Array) -> _Array:
     array.flags.writeable = False
     return array
+
+
+def _free_arrays(tables: _Tables, free: list[Mapping[str, int]], resources: Sequence[str]) -> dict[str, Ints]:
+    """Free units per host for each resource, as fresh arrays the caller owns: from the last view's arrays where
+    most vectors are the same objects (only the other hosts read), else from scratch; the same either way."""
+    last = tables.last_free
+    changed: list[int] | None = None
+    if last is not None and len(last[0]) == len(free):
+        changed = [i for i, (now, then) in enumerate(zip(free, last[0], strict=True)) if now is not then]
+        if 4 * len(changed) > len(free):
+            changed = None
+    # Every resource the memo held is carried over to these vectors, so none of its arrays is left stale.
+    wanted = list(dict.fromkeys([*resources, *(last[1] if last is not None and changed is not None else ())]))
+    kept: dict[str, Ints] = {}
+    for resource in wanted:
+        known = last[1].get(resource) if last is not None and changed is not None else None
+        if known is None:
+            array = np.fromiter((f.get(resource, 0) for f in free), np.int64, len(free))
+        else:
+            array = known.copy()
+            for i in changed or ():
+                array[i] = free[i].get(resource, 0)
+        kept[resource] = _frozen(array)
+    tables.last_free = (free, kept)
+    return {r: kept[r].copy() for r in resources}
 
 
 class HostArrays:
@@ -85,9 +115,8 @@ class HostArrays:
         tables = _tables(view)
         self.names: list[str] = tables.names
         self.position = tables.position
-        empty: dict[str, int] = {}
-        free = [view.free.get(n, empty) for n in self.names]
-        self.free = {r: np.fromiter((f.get(r, 0) for f in free), np.int64, len(free)) for r in resources}
+        free = [view.free.get(n, _EMPTY) for n in self.names]
+        self.free = _free_arrays(tables, free, resources)
         self._labelled = tables.labelled
         self._levels = tables.levels
         self._keys = tables.keys

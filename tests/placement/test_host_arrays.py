@@ -1,10 +1,15 @@
 """Host arrays on one topology share what they derive from it alone; another topology (other labels on the same
-node names) gets its own, and the shared arrays cannot be written through."""
+node names) gets its own, and the shared arrays cannot be written through. Free arrays built from the last view's
+are what each view holds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placement import ClusterView
 from placement.arrays import HostArrays
@@ -24,3 +29,42 @@ def test_views_on_one_topology_share_its_tables_and_another_topology_does_not() 
     with pytest.raises(ValueError, match="read-only"):
         ids[0] = 1
     assert np.array_equal(a.allocatable(GPU), [8, 8, 8, 8])
+
+
+_RESOURCES = (GPU, "cpu", "memory")
+_steps = st.lists(
+    st.one_of(
+        # a node's vector replaced by another object (what a plan's view does where something changed)
+        st.tuples(
+            st.just("replace"), st.integers(0, 7), st.dictionaries(st.sampled_from(_RESOURCES), st.integers(0, 9))
+        ),
+        st.tuples(st.just("drop"), st.integers(0, 7), st.just({})),  # the node missing from the view
+        # arrays asked for some of the resources: each must be what the view holds, whatever was asked before
+        st.tuples(st.just("arrays"), st.just(0), st.sets(st.sampled_from(_RESOURCES), min_size=1).map(sorted)),
+        st.tuples(st.just("everything"), st.just(0), st.just({})),  # every vector another object at once
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=_steps)
+def test_free_arrays_are_what_each_view_holds_when_built_from_the_last_views(steps: list[tuple[str, int, Any]]) -> None:
+    """Free arrays are rebuilt only where a node's vector is another object than the last view's: however views
+    follow one another (nodes changed, dropped, resources asked for or not), each is what its view holds."""
+    base = view(hosts(cliques=4))
+    names = list(base.topology.hosts)
+    free: dict[str, dict[str, int]] = dict(base.free)
+    for kind, index, value in steps:
+        name = names[index]
+        if kind == "replace":
+            free[name] = dict(value)
+        elif kind == "drop":
+            free.pop(name, None)
+        elif kind == "everything":
+            free = {node: dict(vector) for node, vector in free.items()}
+        else:
+            arrays = HostArrays(ClusterView(base.topology, dict(free)), value)
+            for resource in value:
+                assert arrays.free[resource].tolist() == [free.get(n, {}).get(resource, 0) for n in names], resource
+            arrays.free[value[0]][0] = -1  # the caller's own: the next view must not see it

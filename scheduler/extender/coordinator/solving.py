@@ -11,6 +11,7 @@ taken); the request itself comes from the one translator, ``scheduler.extender.t
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
@@ -155,10 +156,19 @@ def free_capacity(
             if node:
                 _add(own.setdefault(node, {}), store.requests_of(pod))
     coming = coming or {}
+    memo = _memo_of(store)
     for name in reserved.keys() | own.keys() | coming.keys():
         vector = left.get(name)
         if vector is None:
             continue  # a node the store no longer has (or not yet): nothing to place on
+        plain = name not in own and name not in coming
+        if plain:
+            # A node's vector and its reservations' total are replaced, never changed, when they change: the same
+            # two objects give the same answer. Every plan reads most reserved nodes unchanged since the last.
+            held = memo.get(name)
+            if held is not None and held[0] is vector and held[1] is reserved[name]:
+                free[name] = held[2]
+                continue
         units_left = dict(vector)
         for resource, units in coming.get(name, {}).items():
             if resource in units_left:
@@ -168,7 +178,24 @@ def free_capacity(
                 if resource in units_left:
                     units_left[resource] = units_left[resource] - units
         free[name] = {resource: max(0, units) for resource, units in units_left.items()}
+        if plain:
+            memo[name] = (vector, reserved[name], free[name])
     return free
+
+
+_Memo = dict[str, tuple[Mapping[str, int], Mapping[str, int], Mapping[str, int]]]
+_MEMOS: weakref.WeakKeyDictionary[ClusterStore, _Memo] = weakref.WeakKeyDictionary()
+
+
+def _memo_of(store: ClusterStore) -> _Memo:
+    """Per node of ``store``: the last (store vector, reserved total, free vector) ``free_capacity`` worked out for
+    a node with nothing of the gang's own or coming on it. Entries hold their inputs, so an input's identity
+    cannot be reused while its entry stands; a race between two planners only replaces one consistent entry with
+    another."""
+    memo = _MEMOS.get(store)
+    if memo is None:
+        memo = _MEMOS.setdefault(store, {})
+    return memo
 
 
 def _add(vector: ResourceVector, amount: Mapping[str, int]) -> None:

@@ -75,3 +75,37 @@ def test_what_the_store_keeps_per_node_follows_every_change(
     reserved = {node: {GPU: gpus} for node, gpus in reserved_gpus.items()}
     expected = reference(list(nodes.values()), list(pods.values()), reservations=reserved)
     assert free_capacity(store=store, reserved=reserved) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=_events, reservations=st.lists(st.tuples(st.sampled_from(_NODES), st.integers(0, 9)), max_size=30))
+def test_free_capacity_read_after_every_change_is_the_references(
+    events: list[tuple[str, Any, Any]], reservations: list[tuple[str, int]]
+) -> None:
+    """Read after every change, as plans follow one another: a node whose store vector and reserved total are the
+    objects of the last read is answered from it, and the answer is still the reference's whatever changed since
+    (pods and Nodes, or a reservation replaced as the reservation book replaces it)."""
+    store = ClusterStore()
+    nodes: dict[str, Node] = {}
+    pods: dict[str, Pod] = {}
+    reserved: dict[str, dict[str, int]] = {}
+    for step, (kind, subject, value) in enumerate(events):
+        if kind == "node" and value:
+            nodes[subject] = make_node(subject).gpus(value).obj()
+            store.apply("Node", "MODIFIED", nodes[subject])
+        elif kind == "node" and subject in nodes:
+            store.apply("Node", "DELETED", nodes.pop(subject))
+        elif kind == "pod":
+            builder = make_pod(f"p{subject}").gpus(1 + subject % 3)
+            pods[f"p{subject}"] = (builder.on(value) if value else builder).obj()
+            store.apply("Pod", "MODIFIED", pods[f"p{subject}"])
+        elif f"p{subject}" in pods:
+            store.apply("Pod", "DELETED", pods.pop(f"p{subject}"))
+        if step < len(reservations):
+            node, gpus = reservations[step]
+            if gpus:
+                reserved[node] = {GPU: gpus}  # another object, as the book's totals are replaced
+            else:
+                reserved.pop(node, None)
+        expected = reference(list(nodes.values()), list(pods.values()), reservations=reserved)
+        assert free_capacity(store=store, reserved=dict(reserved)) == expected
