@@ -520,3 +520,28 @@ def test_a_gang_held_by_groves_gate_is_planned_once_and_its_gates_lifting_is_no_
             assert len(reply["NodeNames"]) == 1
 
     run(main)
+
+
+def test_the_queue_is_sorted_again_once_a_podgang_comes_or_goes() -> None:
+    # The head's queue is kept sorted between plans while no PodGang changes; a PodGang that arrives older (here
+    # earlier by name, none has a timestamp) joins it in its place, and one deleted leaves it.
+    gangs = {name: gang(name, workers=2, gpus=8) for name in ("a", "b", "c")}
+    h = harness(
+        nodes=[node("a0", clique="A"), node("a1", clique="A")],
+        pods=[p for name in ("b", "c") for p in gangs[name][0]],
+        podgangs=[gangs[name][1] for name in ("b", "c")],
+        batch_size=4,
+    )
+    head = h.coordinator.planner._head  # the queue the planner's head is taken from
+    ref = gang_ref_of(gangs["c"][0][0])
+
+    def queue() -> list[str]:
+        return [r.name for r in head.waiting_with(ref)[0]]
+
+    assert queue() == ["b", "c"]
+    for member in gangs["a"][0]:
+        h.store.apply("Pod", "ADDED", member)
+    h.store.apply("PodGang", "ADDED", gangs["a"][1])
+    assert queue() == ["a", "b", "c"]
+    h.store.apply("PodGang", "DELETED", gangs["b"][1])
+    assert queue() == ["a", "c"]

@@ -74,6 +74,7 @@ class ClusterStore:
         self._listeners: list[StoreListener] = []
         self._version = 0
         self._node_version = 0
+        self._podgang_version = 0
         self._synced = False
         # watch events applied, by kind
         self._events: dict[str, int] = {"Node": 0, "Pod": 0, "PodGang": 0, "PriorityClass": 0, "PodDisruptionBudget": 0}
@@ -165,6 +166,12 @@ class ClusterStore:
         """Grows only when a Node appears, goes, or changes what placement reads of it (``node_shape``): a
         topology built at one node version stays valid until the next; a heartbeat does not move it."""
         return self._node_version
+
+    @property
+    def podgang_version(self) -> int:
+        """Grows whenever a PodGang appears, changes or goes: what is derived from the PodGangs alone holds until
+        it moves."""
+        return self._podgang_version
 
     def nodes(self) -> list[Node]:
         with self._lock:
@@ -316,6 +323,7 @@ class ClusterStore:
         elif isinstance(obj, PodDisruptionBudget):
             self._budgets[key] = obj
         else:
+            self._podgang_version += 1
             self._gangs[key] = obj
 
     def _remove(self, kind: Kind, key: str) -> object:
@@ -335,6 +343,7 @@ class ClusterStore:
             return self._classes.pop(key)
         if kind == "PodDisruptionBudget":
             return self._budgets.pop(key)
+        self._podgang_version += 1
         return self._gangs.pop(key)
 
     def _refresh_left(self) -> None:

@@ -8,7 +8,7 @@ from api.core import Node
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.foreign import ForeignPod, OurPods
 from tests.builders import make_node, make_pod
-from tests.extender_support import node, pod
+from tests.extender_support import node, pod, podgang
 
 GPU = "nvidia.com/gpu"
 
@@ -169,3 +169,18 @@ def test_the_lowest_priority_of_other_schedulers_pods_holding_capacity_is_kept_a
     assert store.lowest_foreign_priority() == 7
     store.apply("Pod", "MODIFIED", mid.model_copy(update={"status": mid.status.model_copy(update={"phase": "Failed"})}))
     assert store.lowest_foreign_priority() is None
+
+
+def test_the_podgang_version_moves_with_podgangs_alone() -> None:
+    store = ClusterStore()
+    versions = [store.podgang_version]
+    store.replace("PodGang", [podgang("g", {"worker": (["w0"], 1)})])
+    versions.append(store.podgang_version)
+    store.apply("Pod", "ADDED", pod("w0", gang="g"))
+    store.apply("Node", "ADDED", node("n0"))
+    versions.append(store.podgang_version)  # pods and Nodes leave it as it was
+    store.apply("PodGang", "MODIFIED", podgang("g", {"worker": (["w0"], 1)}))
+    versions.append(store.podgang_version)
+    store.apply("PodGang", "DELETED", podgang("g", {"worker": (["w0"], 1)}))
+    versions.append(store.podgang_version)
+    assert versions[0] < versions[1] == versions[2] < versions[3] < versions[4]
