@@ -98,8 +98,8 @@ class HeadPlanner:
         return [refs[key] for key in keys], [refs[key] for key in under_way]
 
     def _by_age(self) -> dict[str, GangRef]:
-        """Every PodGang's ref by key, oldest first; sorted again only once a PodGang has changed (a plan is asked
-        for on every member's arrival, and most arrivals are pods)."""
+        """Every PodGang's ref by key, oldest first; sorted again only once a PodGang has come or gone (a plan is
+        asked for on every member's arrival and status change; the order reads names and creation times alone)."""
         version = self._store.podgang_version  # read before the PodGangs: a change meanwhile sorts again next time
         if self._ordered is None or self._ordered[0] != version:
             podgangs = sorted(self._store.podgangs(), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key))

@@ -169,8 +169,9 @@ class ClusterStore:
 
     @property
     def podgang_version(self) -> int:
-        """Grows whenever a PodGang appears, changes or goes: what is derived from the PodGangs alone holds until
-        it moves."""
+        """Grows whenever a PodGang appears or goes, not when one changes (its status is written often): what is
+        derived from which PodGangs exist and their names and creation times, fixed for an object's life, holds
+        until it moves."""
         return self._podgang_version
 
     def nodes(self) -> list[Node]:
@@ -323,7 +324,9 @@ class ClusterStore:
         elif isinstance(obj, PodDisruptionBudget):
             self._budgets[key] = obj
         else:
-            self._podgang_version += 1
+            before = self._gangs.get(key)
+            if before is None or before.metadata.creationTimestamp != obj.metadata.creationTimestamp:
+                self._podgang_version += 1  # a new one (or, seen on a relist, one deleted and made again)
             self._gangs[key] = obj
 
     def _remove(self, kind: Kind, key: str) -> object:

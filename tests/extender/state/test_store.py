@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from api.core import Node
@@ -171,7 +173,7 @@ def test_the_lowest_priority_of_other_schedulers_pods_holding_capacity_is_kept_a
     assert store.lowest_foreign_priority() is None
 
 
-def test_the_podgang_version_moves_with_podgangs_alone() -> None:
+def test_the_podgang_version_moves_as_podgangs_come_and_go() -> None:
     store = ClusterStore()
     versions = [store.podgang_version]
     store.replace("PodGang", [podgang("g", {"worker": (["w0"], 1)})])
@@ -180,7 +182,16 @@ def test_the_podgang_version_moves_with_podgangs_alone() -> None:
     store.apply("Node", "ADDED", node("n0"))
     versions.append(store.podgang_version)  # pods and Nodes leave it as it was
     store.apply("PodGang", "MODIFIED", podgang("g", {"worker": (["w0"], 1)}))
+    versions.append(store.podgang_version)  # a change (its status, say) leaves it too
+    store.apply("PodGang", "ADDED", podgang("h", {"worker": (["w1"], 1)}))
     versions.append(store.podgang_version)
     store.apply("PodGang", "DELETED", podgang("g", {"worker": (["w0"], 1)}))
     versions.append(store.podgang_version)
-    assert versions[0] < versions[1] == versions[2] < versions[3] < versions[4]
+    again = podgang("h", {"worker": (["w1"], 1)})
+    store.replace("PodGang", [again.model_copy(update={"metadata": again.metadata.model_copy(
+        update={"creationTimestamp": datetime(2026, 1, 1, tzinfo=UTC)})})])  # fmt: skip
+    versions.append(store.podgang_version)  # deleted and made again while the watch was down: a relist's MODIFIED
+    store.replace("PodGang", [])
+    versions.append(store.podgang_version)
+    assert versions[0] < versions[1] == versions[2] == versions[3] < versions[4] < versions[5] < versions[6]
+    assert versions[6] < versions[7]
