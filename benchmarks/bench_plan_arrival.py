@@ -6,12 +6,14 @@ pods with no topology constraint arrive one after the other, as kube-scheduler's
 PodGang and pods appear, with the next gang's PodGang and half its pods already there (still gathering, so the plan
 goes through the queue-head planner as in the real run), and gang *i* is planned as the background worker plans
 it. Nothing binds, so every planned gang keeps its reservation: by the end ~375 gangs' reservations are held, as
-when kube-scheduler lags behind the arrivals.
+when kube-scheduler lags behind the arrivals. With ``--alone`` each gang arrives whole before the next begins, as
+Grove's flow brings them (the reconciler makes a PodCliqueSet's pods and PodGang together), so each is planned
+alone, through ``placement.solve``.
 
 Prints the process's CPU per plan (CP-SAT's worker threads included; nothing else runs): median and mean, overall
 and over the last 100 gangs, and per pod.
 
-    .venv/bin/python -m benchmarks.bench_plan_arrival [--nodes 1008] [--gangs 375] [--profile FILE]
+    .venv/bin/python -m benchmarks.bench_plan_arrival [--nodes 1008] [--gangs 375] [--alone] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gangs", type=int, default=375)
     parser.add_argument("--pods-per-gang", type=int, default=8)
     parser.add_argument("--profile", help="write a cProfile of the planning pass here")
+    parser.add_argument("--alone", action="store_true", help="each gang whole before the next: planned alone")
     args = parser.parse_args(argv)
     store = ClusterStore()
     coordinator = Coordinator(store=store, writer=InMemoryClusterWriter(store), solver=solve)
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     store.replace("PodGang", [])
     store.mark_synced()
     gangs = [gang_objects(i, args.pods_per_gang) for i in range(args.gangs + 1)]
-    half = args.pods_per_gang // 2
+    half = 0 if args.alone else args.pods_per_gang // 2
 
     def arrive(index: int, pods: slice) -> None:
         podgang, members = gangs[index]
@@ -87,13 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         for pod in members[pods]:
             store.apply("Pod", "ADDED", pod)
 
-    arrive(0, slice(0, half))
+    if half:
+        arrive(0, slice(0, half))
     profile = cProfile.Profile() if args.profile else None
     cpu: list[float] = []
     placed = 0
     for index in range(args.gangs):
         arrive(index, slice(half, None))
-        arrive(index + 1, slice(0, half))
+        if half:
+            arrive(index + 1, slice(0, half))
         ref = GangRef(_NAMESPACE, gangs[index][0].metadata.name)
         started = time.process_time()
         if profile is not None:
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     last = cpu[-100:]
     reservations = coordinator.table.reservation_count()
     print(f"cluster: {args.nodes} nodes × 4 GPUs; {args.gangs} gangs of {args.pods_per_gang} one-GPU pods, no "
-          f"topology constraint, arriving one at a time; {placed} planned; {reservations} pods' reservations held "
+          f"topology constraint, arriving one at a time{' (each alone)' if args.alone else ''}; {placed} planned; {reservations} pods' reservations held "
           f"at the end; load average {load}")  # fmt: skip
     print(f"planning CPU per gang: median {1000 * statistics.median(cpu):.2f} ms, "
           f"mean {1000 * statistics.mean(cpu):.2f} ms; last 100 gangs median {1000 * statistics.median(last):.2f} "
