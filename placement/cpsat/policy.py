@@ -101,7 +101,9 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
     if reason is not None:
         return refused(reason)
     whole, problem = problem, prune(problem)
-    bounds = gang_bounds(problem)  # None when no domain holds the gang on capacity sums
+    # Coarse first: a greedy plan that meets the coarse bound is optimal (coarse ≤ exact ≤ any plan, so all three
+    # are equal and so are the scores), and the exact refinement, a set enumeration, is paid only when it does not.
+    bounds = gang_bounds(problem, exact_fit=False)  # None when no domain holds the gang on capacity sums
     if bounds is None:
         return refused(explain_infeasible(whole))  # reasons speak of the cluster as the user sees it
     if problem.guaranteed_pods == 0:
@@ -123,6 +125,9 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
                 # established holds for the gang, as it does for a required pack.
                 return inside
     hint = topology_greedy(problem, spans_first=True)
+    if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
+        return _Plan(hint, bounds.per_tier, optimal=True, models=0)
+    bounds = gang_bounds(problem) or bounds  # exact: what the model's floor and the score are held to
     if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
         return _Plan(hint, bounds.per_tier, optimal=True, models=0)
     outcome, exact = _model(problem, hint, bounds.lexicographic, deadline=deadline, options=options)

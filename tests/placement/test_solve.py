@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from placement import POLICIES, SolveOptions, Status, solve, violations
+from placement.tiers import fresh_nodes
 from tests.placement.cluster import CLIQUE, GPU, HOSTNAME, ZONE, gang, group, hosts, pack, view
 
 
@@ -116,3 +117,19 @@ def test_malformed_requests_are_refused_with_the_field(request_: object, field: 
 def test_unknown_policy_is_invalid() -> None:
     result = solve(gang(group("w", 1)), view(hosts()), SolveOptions(policy="magic"))
     assert result.status == Status.INVALID and "options.policy" in result.reason
+
+
+def test_a_greedy_plan_at_the_coarse_bound_is_proven_without_the_exact_refinement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two NVLink domains, one partly used: the gang of 8 × 1 GPU fills the partly used node's 4 free GPUs and
+    # breaks one fresh node beside it, the coarse bound's value, so the plan is proven optimal before any set of
+    # domains is enumerated.
+    refined: list[int] = []
+    original = fresh_nodes._by_set
+    monkeypatch.setattr(fresh_nodes, "_by_set", lambda *a, **k: refined.append(1) or original(*a, **k))
+    used = view(hosts(cliques=2), used={"z0c0h0": {GPU: 4}})
+    result = solve(gang(group("w", 8, gpus=1)), used)
+    assert result.status is Status.PLACED and result.bound == result.placement_score == 1.0
+    assert sorted(result.assignment.values()) == ["z0c0h0"] * 4 + ["z0c0h1"] * 4
+    assert result.objective_parts["optimal"] == 1 and not refined
