@@ -76,7 +76,7 @@ class HeadPlanner:
         self._clock = clock
         self._topologies = topologies
         self._eligibility = eligibility
-        self._ordered: tuple[int, dict[str, GangRef]] | None = None
+        self._ordered: tuple[int, dict[str, GangRef], dict[str, int]] | None = None
 
     def waiting_with(self, ref: GangRef) -> tuple[list[GangRef], list[GangRef]]:
         """The gangs waiting for a first placement, oldest first, if ``ref`` is one of them and not alone (one
@@ -84,27 +84,33 @@ class HeadPlanner:
         record in the table: their missing members must be planned before the head takes the room they need."""
         if ref.solo or self._size <= 1:
             return [], []
-        refs = self._by_age()
         # A gang whose pods our kube-scheduler profile never offers is not ours to hold capacity for; a gang with a
         # member bound (found so after a restart, say) is under way, whatever the table knows.
         keys: list[str] = []
         under_way: list[str] = []
-        for key in self._table.unstarted(list(refs)):
+        for key in self._table.unstarted(self._store.podgang_keys()):
             pods = self._store.pods_of_gang(key)
             if any(self._store.offered(pod) for pod in pods):
                 (under_way if any(p.spec.nodeName and not p.terminal for p in pods) else keys).append(key)
         if ref.key not in keys or len(keys) < 2:
-            return [], []
-        return [refs[key] for key in keys], [refs[key] for key in under_way]
+            return [], []  # the common case in Grove's flow, where gangs arrive one by one: nothing sorted
+        refs, rank = self._by_age()
 
-    def _by_age(self) -> dict[str, GangRef]:
-        """Every PodGang's ref by key, oldest first; sorted again only once a PodGang has come or gone (a plan is
-        asked for on every member's arrival and status change; the order reads names and creation times alone)."""
+        def oldest_first(found: list[str]) -> list[GangRef]:  # a PodGang gone since it was read is left out
+            return [refs[key] for key in sorted((k for k in found if k in rank), key=rank.__getitem__)]
+
+        return oldest_first(keys), oldest_first(under_way)
+
+    def _by_age(self) -> tuple[dict[str, GangRef], dict[str, int]]:
+        """Every PodGang's ref by key and its place oldest first; sorted again only once a PodGang has come or gone
+        (a plan is asked for on every member's arrival and status change; the order reads names and creation times
+        alone)."""
         version = self._store.podgang_version  # read before the PodGangs: a change meanwhile sorts again next time
         if self._ordered is None or self._ordered[0] != version:
             podgangs = sorted(self._store.podgangs(), key=lambda g: (g.metadata.creationTimestamp or _NEVER, g.key))
-            self._ordered = (version, {g.key: GangRef(g.metadata.namespace, g.metadata.name) for g in podgangs})
-        return self._ordered[1]
+            refs = {g.key: GangRef(g.metadata.namespace, g.metadata.name) for g in podgangs}
+            self._ordered = (version, refs, {key: place for place, key in enumerate(refs)})
+        return self._ordered[1], self._ordered[2]
 
     def plan(self, ref: GangRef, queue: Sequence[GangRef]) -> str | None:
         """Plan the head of ``queue`` (oldest first) in one model and commit every outcome; returns why ``ref``

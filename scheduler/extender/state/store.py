@@ -221,6 +221,10 @@ class ClusterStore:
         with self._lock:
             return list(self._gangs.values())
 
+    def podgang_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._gangs)
+
     def podgang(self, key: str) -> PodGang | None:
         return self._gangs.get(key)
 
