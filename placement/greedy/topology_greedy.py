@@ -30,9 +30,19 @@ _Pack = tuple[tuple[int, ...], str]  # (group indexes, label key) that must shar
 class _Layout:
     """Per-problem precomputation on node-index arrays: the fill order of nodes and the candidate containers."""
 
-    def __init__(self, problem: Problem, *, partly_first: bool, spans_first: bool = False) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        partly_first: bool,
+        spans_first: bool = False,
+        shared: dict[str, tuple[npt.NDArray[np.bool_], Ints]] | None = None,
+    ) -> None:
         self.problem = problem
         self.spans_first = spans_first
+        # Per level, which domains hold the gang and how many narrowest domains each needs: the same whatever the
+        # fill order, so the two passes of ``topology_greedy`` work them out once.
+        self.shared = {} if shared is None else shared
         arrays = problem.arrays
         count = len(problem.nodes)
         primary = arrays.free.get(problem.primary, np.zeros(count, np.int64))
@@ -61,12 +71,15 @@ class _Layout:
             domains = len(arrays.level_names[level])
             if domains <= 1:
                 continue
-            holds = self._holds_per_domain(arrays.level_ids[level], domains)
-            holds &= np.bincount(ids, minlength=domains) > 0  # a restricted problem numbers absent domains too
+            if level not in self.shared:
+                holds = self._holds_per_domain(arrays.level_ids[level], domains)
+                holds &= np.bincount(ids, minlength=domains) > 0  # a restricted problem numbers absent domains too
+                needed = self._narrow_needed(level, domains) if self.spans_first else np.zeros(domains, np.int64)
+                self.shared[level] = (holds, needed)
+            holds, needed = self.shared[level]
             fresh = np.zeros(domains, np.bool_)
             if level == problem.fresh_level:
                 fresh = arrays.fresh_domain_mask()
-            needed = self._narrow_needed(level, domains) if self.spans_first else np.zeros(domains, np.int64)
             order = np.lexsort((np.arange(domains), self.domain_free[level], fresh))
             grouped = np.argsort(ids, kind="stable")
             starts = np.searchsorted(ids[grouped], np.arange(domains + 1))
@@ -116,10 +129,11 @@ def topology_greedy(problem: Problem, *, spans_first: bool = False) -> dict[tupl
 
     ``spans_first``: among containers of one level, prefer the one the gang fits in with the fewest NVLink
     domains over the tightest (the objective's order; the KAI-like baseline keeps tightest first)."""
+    shared: dict[str, tuple[npt.NDArray[np.bool_], Ints]] = {}
     plans = [
         p
         for partly in (False, True)
-        if (p := _greedy(problem, _Layout(problem, partly_first=partly, spans_first=spans_first)))
+        if (p := _greedy(problem, _Layout(problem, partly_first=partly, spans_first=spans_first, shared=shared)))
     ]
     return min(plans, key=lambda plan: evaluate(problem, plan), default=None)
 
