@@ -77,6 +77,7 @@ class FlowPhase:
     cpu: dict[str, float] = field(default_factory=dict)  # process → CPU seconds from the first create to settled
     api_counters: Counters = field(default_factory=dict)  # per PodCliqueSet
     by_thread: dict[str, dict[str, float]] = field(default_factory=dict)  # our process → thread name → CPU seconds
+    extender_counters: Counters = field(default_factory=dict)  # per bound pod, from the first create to settled
 
     @property
     def created_per_second(self) -> float:
@@ -86,6 +87,12 @@ class FlowPhase:
 def _api_counters(plane: ControlPlane) -> Counters:
     text = plane.api.request("GET", "/metrics").body
     return counters(text if isinstance(text, str) else "", keep={"apiserver_request_total"}.__contains__)
+
+
+def _extender_counters(plane: ControlPlane) -> Counters:
+    """The extender's own counters (its ``/metrics``): verbs and their answers, plans, nominations, watch events."""
+    assert plane.extender is not None
+    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"))
 
 
 def _create(plane: ControlPlane, namespace: str, names: list[str], *, pods: int, rate: float) -> None:
@@ -141,6 +148,7 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
         pids["extender"] = plane.extender.child.pid
     created, bound = BindTimes(plane.api, namespace, bound_only=False), BindTimes(plane.api, namespace)
     api_before, cpu_before = _api_counters(plane), {name: cpu_seconds(pid) for name, pid in pids.items()}
+    extender_before = _extender_counters(plane) if through_extender else {}
     profiling = _profile_api_server(plane, folder / f"apiserver-{mode}.pb.gz") if through_extender else None
     ours = {name: pids[name] for name in ("extender", "reconciler") if name in pids}
     threads_before = {name: thread_cpu(pid) for name, pid in ours.items()}
@@ -165,6 +173,9 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     for name, pid in ours.items():
         phase.by_thread[name] = by_thread(threads_before[name], threads_after[name], thread_names(pid))
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.sets, at_least=0.01)
+    if through_extender:
+        after = _extender_counters(plane)
+        phase.extender_counters = per_pod(extender_before, after, len(bound.first_bound()), at_least=0.001)
     if profiling is not None:
         profiling.join(timeout=PROFILE_SECONDS + 90)
     made, placed = created.first_bound().values(), bound.first_bound().values()
@@ -201,6 +212,11 @@ def flow_report(phases: list[FlowPhase], args: argparse.Namespace, *, load: str)
             parts = [(name, 1000 * seconds / pods) for name, seconds in threads.items() if seconds > 0]
             print(f"{process} CPU ms per bound pod by thread ({phase.mode}): "
                   + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(parts, key=lambda item: -item[1])))  # fmt: skip
+    for phase in phases:
+        if phase.extender_counters:
+            found = phase.extender_counters.items()
+            print(f"extender counters per bound pod ({phase.mode}): "
+                  + ", ".join(f"{short(series)} {value:.3f}" for series, value in found))  # fmt: skip
     for phase in phases:
         top = list(phase.api_counters.items())[:16]
         total = sum(phase.api_counters.values())

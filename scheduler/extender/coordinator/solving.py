@@ -64,10 +64,12 @@ def plan_gang(
     does.
     """
     placed = {**kept, **ready}
-    free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
+    # Translated first: a gang still gathering (most plans asked for in Grove's flow, one per member's arrival and
+    # gate lifted) is refused here, before the free capacity is worked out for nothing.
     gang = translate(
         members=members, facts={**bound, **placed}, excluded=excluded, store=store, only=only, eligibility=eligibility
     )
+    free = free_capacity(store=store, reserved=reserved, members=members, placed=placed, bound=bound)
     request, demands, pod_groups, minimums = gang.request, gang.demands, gang.groups, gang.min_replicas
     if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
