@@ -49,6 +49,7 @@ class _Tables:
 
     names: list[str]
     position: dict[str, int]
+    names_sorted: bool  # host order is name order: a candidate list in host order needs no sort
     labelled: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
     levels: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
     keys: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
@@ -66,7 +67,7 @@ def _tables(view: ClusterView) -> _Tables:
     found = _TABLES.get(view.topology)
     if found is None:
         names = list(view.topology.hosts)
-        found = _Tables(names, {n: i for i, n in enumerate(names)})
+        found = _Tables(names, {n: i for i, n in enumerate(names)}, names == sorted(names))
         _TABLES[view.topology] = found
     return found
 
@@ -115,6 +116,7 @@ class HostArrays:
         tables = _tables(view)
         self.names: list[str] = tables.names
         self.position = tables.position
+        self.names_sorted = tables.names_sorted
         free = [view.free.get(n, _EMPTY) for n in self.names]
         self.free = _free_arrays(tables, free, resources)
         self._labelled = tables.labelled
@@ -220,6 +222,9 @@ class Candidates(Protocol):
     def host_cap(self) -> Sequence[Ints]: ...
 
     @property
+    def node_positions(self) -> Ints | None: ...
+
+    @property
     def host_fresh(self) -> npt.NDArray[np.bool_]: ...
 
     @property
@@ -251,7 +256,9 @@ class NodeArrays:
     def __post_init__(self) -> None:
         problem = self.problem
         hosts = problem.hosts
-        idx = np.fromiter((hosts.position[n] for n in problem.nodes), np.int64, len(problem.nodes))
+        idx = problem.node_positions
+        if idx is None:
+            idx = np.fromiter((hosts.position[n] for n in problem.nodes), np.int64, len(problem.nodes))
         self.host_index = idx
         self.cap = [problem.host_cap[g.index][idx] for g in problem.groups]
         self.free = {r: hosts.free[r][idx] for r in problem.resources}

@@ -84,7 +84,15 @@ class Problem:
             groups.append(group)
             self.host_cap.append(cap)
         self.groups = tuple(groups)
-        self.nodes: tuple[str, ...] = tuple(sorted({n for g in self.groups for n in g.cap}))
+        names = self.hosts.names
+        # Each candidate's position among the view's hosts, when known without a lookup per node.
+        self.node_positions: Ints | None = None
+        if self.hosts.names_sorted:  # the candidates in host order are in name order: no strings compared
+            held = np.flatnonzero(np.any(np.stack(self.host_cap), axis=0)) if self.host_cap else np.arange(0)
+            self.nodes: tuple[str, ...] = tuple([names[i] for i in held.tolist()])
+            self.node_positions = held
+        else:
+            self.nodes = tuple(sorted({n for g in self.groups for n in g.cap}))
         self.node_set = frozenset(self.nodes)
         levels = [level.name for level in view.topology.levels]
         # Spans are counted narrow → broad below the host level: the host level is best fit's business.
@@ -114,6 +122,7 @@ class Problem:
         kept = set().union(*(g.cap for g in twin.groups))
         twin.nodes = tuple(n for n in self.nodes if n in kept)
         twin.node_set = frozenset(twin.nodes)
+        twin.node_positions = None
         # Sliced from the parent's arrays: ``host_cap`` still describes the parent's candidates, not the twin's.
         twin.__dict__["arrays"] = self.arrays.subset(twin, self.nodes)
         return twin
@@ -296,7 +305,9 @@ def _group(
         inside = np.zeros(len(hosts.names), np.bool_)
         inside[[hosts.position[n] for n in within]] = True
         fits = np.where(inside, fits, 0)
-    cap = {hosts.names[i]: int(fits[i]) for i in np.flatnonzero(fits > 0)}
+    held = np.flatnonzero(fits > 0)
+    names = hosts.names
+    cap = dict(zip([names[i] for i in held.tolist()], fits[held].tolist(), strict=True))
     return Group(index, spec.name, tuple(spec.pods), spec.min_replicas, demand, cap), np.maximum(fits, 0)
 
 

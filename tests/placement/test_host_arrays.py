@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from placement import ClusterView
 from placement.arrays import HostArrays
-from tests.placement.cluster import CLIQUE, GPU, hosts, view
+from placement.problem import Problem
+from tests.placement.cluster import CLIQUE, GPU, gang, group, hosts, view
 from topology import HostSpec
 
 
@@ -68,3 +69,19 @@ def test_free_arrays_are_what_each_view_holds_when_built_from_the_last_views(ste
             for resource in value:
                 assert arrays.free[resource].tolist() == [free.get(n, {}).get(resource, 0) for n in names], resource
             arrays.free[value[0]][0] = -1  # the caller's own: the next view must not see it
+
+
+@settings(max_examples=100, deadline=None)
+@given(order=st.permutations(range(8)), used=st.lists(st.integers(0, 8), min_size=8, max_size=8))
+def test_candidates_are_in_name_order_and_indexed_whatever_the_hosts_order(order: list[int], used: list[int]) -> None:
+    """A problem's candidates are its nodes in name order, each indexed at its own host: read off the host order
+    when that is name order, sorted otherwise."""
+    specs = hosts(cliques=4)
+    shuffled = [specs[i] for i in order]
+    cluster = view(shuffled, used={h.name: {GPU: u} for h, u in zip(specs, used, strict=True)})
+    problem = Problem(gang(group("w", 3, gpus=4)), cluster)
+    expected = sorted(h.name for h, u in zip(specs, used, strict=True) if 8 - u >= 4)
+    assert list(problem.nodes) == expected
+    names = problem.hosts.names
+    assert [names[i] for i in problem.arrays.host_index.tolist()] == expected
+    assert problem.arrays.free[GPU].tolist() == [cluster.free[n][GPU] for n in expected]
