@@ -54,9 +54,9 @@ class _Tables:
     levels: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
     keys: dict[str, tuple[Ints, list[str]]] = field(default_factory=dict)
     allocatable: dict[str, Ints] = field(default_factory=dict)
-    # The last view's free vectors, in host order, and the arrays built from them: a view's vector for a node is
-    # replaced, never changed, when what is free there changes, so the next view rebuilds only the hosts whose
-    # vector is another object (the extender's plans follow one another, each changing a few nodes).
+    # The last view's free vectors (of a view whose vectors are replaced, never changed), in host order, and the
+    # arrays built from them: the next such view rebuilds only the hosts whose vector is another object (the
+    # extender's plans follow one another, each changing a few nodes).
     last_free: tuple[list[Mapping[str, int]], dict[str, Ints]] | None = None
 
 
@@ -81,9 +81,14 @@ def _frozen(array: _Array) -> _Array:
     return array
 
 
-def _free_arrays(tables: _Tables, free: list[Mapping[str, int]], resources: Sequence[str]) -> dict[str, Ints]:
-    """Free units per host for each resource, as fresh arrays the caller owns: from the last view's arrays where
-    most vectors are the same objects (only the other hosts read), else from scratch; the same either way."""
+def _free_arrays(
+    tables: _Tables, free: list[Mapping[str, int]], resources: Sequence[str], *, carry: bool
+) -> dict[str, Ints]:
+    """Free units per host for each resource, as fresh arrays the caller owns. With ``carry`` (the view's vectors
+    are replaced, never changed: ``ClusterView.replaced``), from the last such view's arrays where most vectors are
+    the same objects (only the other hosts read); else from scratch. The same either way."""
+    if not carry:
+        return {r: np.fromiter((f.get(r, 0) for f in free), np.int64, len(free)) for r in resources}
     last = tables.last_free
     changed: list[int] | None = None
     if last is not None and len(last[0]) == len(free):
@@ -118,7 +123,7 @@ class HostArrays:
         self.position = tables.position
         self.names_sorted = tables.names_sorted
         free = [view.free.get(n, _EMPTY) for n in self.names]
-        self.free = _free_arrays(tables, free, resources)
+        self.free = _free_arrays(tables, free, resources, carry=view.replaced)
         self._labelled = tables.labelled
         self._levels = tables.levels
         self._keys = tables.keys

@@ -86,11 +86,17 @@ class WorkloadShape:
 @dataclass(frozen=True)
 class ClusterView:
     """Free units per node (allocatable − bound pods − other gangs' reservations) over a topology, and the gang
-    shapes the cluster has been seeing (``shapes``: the future-fit tier keeps room for them; none, no such tier)."""
+    shapes the cluster has been seeing (``shapes``: the future-fit tier keeps room for them; none, no such tier).
+
+    ``replaced``: the caller's promise that a node's vector in ``free`` is replaced, never changed in place, when
+    what is free there changes (the extender's store and reservations keep it). Then what was built from the last
+    such view on the same topology is carried over for the nodes whose vector is the same object; without it
+    every vector is read anew."""
 
     topology: Topology
     free: Mapping[str, Mapping[str, int]]
     shapes: tuple[WorkloadShape, ...] = ()
+    replaced: bool = False
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ class Residual:
         for node, used in usage.items():
             before = free.get(node, {})
             free[node] = {r: before.get(r, 0) - used.get(r, 0) for r in set(before) | set(used)}
-        view = ClusterView(self.view.topology, free, self.view.shapes)
+        view = ClusterView(self.view.topology, free, self.view.shapes, replaced=self.view.replaced)  # vectors new
         return Residual(view, self.hosts.debited(view, usage))
 
 

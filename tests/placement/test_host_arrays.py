@@ -65,7 +65,7 @@ def test_free_arrays_are_what_each_view_holds_when_built_from_the_last_views(ste
         elif kind == "everything":
             free = {node: dict(vector) for node, vector in free.items()}
         else:
-            arrays = HostArrays(ClusterView(base.topology, dict(free)), value)
+            arrays = HostArrays(ClusterView(base.topology, dict(free), replaced=True), value)
             for resource in value:
                 assert arrays.free[resource].tolist() == [free.get(n, {}).get(resource, 0) for n in names], resource
             arrays.free[value[0]][0] = -1  # the caller's own: the next view must not see it
@@ -85,3 +85,14 @@ def test_candidates_are_in_name_order_and_indexed_whatever_the_hosts_order(order
     names = problem.hosts.names
     assert [names[i] for i in problem.arrays.host_index.tolist()] == expected
     assert problem.arrays.free[GPU].tolist() == [cluster.free[n][GPU] for n in expected]
+
+
+def test_a_view_that_changes_its_vectors_in_place_is_read_anew() -> None:
+    """Without ``replaced`` a caller may change a node's vector in place between views (a fill that debits what
+    each gang took): nothing is carried over, so the arrays follow."""
+    base = view(hosts(cliques=2))
+    free = {node: dict(vector) for node, vector in base.free.items()}
+    first = HostArrays(ClusterView(base.topology, free), [GPU])
+    free["z0c0h0"][GPU] = 3  # the same object, changed
+    second = HostArrays(ClusterView(base.topology, free), [GPU])
+    assert first.free[GPU].tolist() == [8, 8, 8, 8] and second.free[GPU].tolist() == [3, 8, 8, 8]

@@ -162,7 +162,7 @@ class HeadPlanner:
             return reasons.get(ref.key)
         # None of them holds a reservation: what is free for one is free for all.
         free = free_capacity(store=self._store, reserved=waiting[0].basis.reserved_elsewhere)
-        view = ClusterView(topology=self._topologies.get(self._store), free=free)
+        view = ClusterView(topology=self._topologies.get(self._store), free=free, replaced=True)
         started = time.perf_counter()
         batch = plan_batch([w.gang.request for w in waiting], view, self._options, size=self._size)
         took = time.perf_counter() - started

@@ -74,7 +74,7 @@ def plan_gang(
     if not request.groups:
         return PlanOutcome(Result(status=Status.PLACED, placement_score=1.0), demands, pod_groups, minimums)
     started = time.perf_counter()
-    result = solver(request, ClusterView(topology=topologies.get(store), free=free), options)
+    result = solver(request, ClusterView(topology=topologies.get(store), free=free, replaced=True), options)
     if not result.solve_seconds:
         result = Result(
             status=result.status,
