@@ -112,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     last = cpu[-100:]
     reservations = coordinator.table.reservation_count()
+    alone = " (each alone)" if args.alone else ""
     print(f"cluster: {args.nodes} nodes × 4 GPUs; {args.gangs} gangs of {args.pods_per_gang} one-GPU pods, no "
-          f"topology constraint, arriving one at a time{' (each alone)' if args.alone else ''}; {placed} planned; {reservations} pods' reservations held "
-          f"at the end; load average {load}")  # fmt: skip
+          f"topology constraint, arriving one at a time{alone}; {placed} planned; {reservations} pods' reservations "
+          f"held at the end; load average {load}")  # fmt: skip
     print(f"planning CPU per gang: median {1000 * statistics.median(cpu):.2f} ms, "
           f"mean {1000 * statistics.mean(cpu):.2f} ms; last 100 gangs median {1000 * statistics.median(last):.2f} "
           f"ms; {1000 * sum(cpu) / (args.gangs * args.pods_per_gang):.2f} ms per pod")  # fmt: skip
