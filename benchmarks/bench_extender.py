@@ -39,6 +39,7 @@ from rich.progress import Progress
 
 from api.core import GPU
 from api.grove import LABEL_PODCLIQUE, LABEL_PODGANG, SCHEDULER_API_VERSION
+from api.http.tls import MAX_CONNECTIONS
 from benchmarks.e2e.loopback import Connection
 from benchmarks.e2e.processes import free_port
 from scheduler.cli.certs import issue
@@ -205,6 +206,10 @@ class _Backoff:
         heapq.heappush(self._retry, (now + min(10.0, 2.0 ** (self._attempts[index] - 1)), index))
 
 
+BIND_CONNECTIONS = MAX_CONNECTIONS // 2
+"""Bind connections the bench keeps open at most: half the listener's cap, the rest for filter and the probes."""
+
+
 async def _drive(
     port: int, debug_port: int, pods: list[dict[str, Any]], names: list[str], tls: ssl.SSLContext | None
 ) -> dict[str, Any]:
@@ -223,6 +228,10 @@ async def _drive(
     filters = await _Connection.open(port, tls)  # kube-scheduler's filter path is sequential: one connection
     watch = await _Connection.open(debug_port)  # /debug/gangs and /metrics live on the debug port only
     idle: list[_Connection] = []  # binds run concurrently, each on a pooled connection
+    # At most this many at once: the TLS listener closes connections past its cap unread (``MAX_CONNECTIONS``), and
+    # a bind holds its connection until its gang is released. kube-scheduler multiplexes its calls over HTTP/2; over
+    # HTTP/1.1 a pool bounded like this one is what keeps a client under the cap.
+    opening = asyncio.Semaphore(BIND_CONNECTIONS)
     queue = _Backoff(pods)
     in_flight: set[int] = set()
     retrying: set[int] = set()
@@ -243,10 +252,11 @@ async def _drive(
     async def bind(index: int, node: str) -> None:
         meta = pods[index]["metadata"]
         body = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta["uid"], "Node": node}
-        connection = idle.pop() if idle else await _Connection.open(port, tls)
-        calls["bind"] += 1
-        reply = await connection.request("POST", "/bind", json.dumps(body).encode())
-        idle.append(connection)
+        async with opening:
+            connection = idle.pop() if idle else await _Connection.open(port, tls)
+            calls["bind"] += 1
+            reply = await connection.request("POST", "/bind", json.dumps(body).encode())
+            idle.append(connection)
         in_flight.discard(index)
         if reply.get("Error"):
             calls["bind_error"] += 1
