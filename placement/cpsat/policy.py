@@ -125,11 +125,12 @@ def _solve_guaranteed(problem: Problem, options: SolveOptions) -> _Plan | Result
                 # established holds for the gang, as it does for a required pack.
                 return inside
     hint = topology_greedy(problem, spans_first=True)
-    if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
-        return _Plan(hint, bounds.per_tier, optimal=True, models=0)
+    value = evaluate(problem, hint) if hint is not None else None
+    if value == bounds.lexicographic:
+        return _Plan(hint or {}, bounds.per_tier, optimal=True, models=0)
     bounds = gang_bounds(problem) or bounds  # exact: what the model's floor and the score are held to
-    if hint is not None and evaluate(problem, hint) == bounds.lexicographic:
-        return _Plan(hint, bounds.per_tier, optimal=True, models=0)
+    if value == bounds.lexicographic:
+        return _Plan(hint or {}, bounds.per_tier, optimal=True, models=0)
     outcome, exact = _model(problem, hint, bounds.lexicographic, deadline=deadline, options=options)
     if outcome.state == "infeasible" and hint is not None:
         _mismatch(problem, bounds.lexicographic)

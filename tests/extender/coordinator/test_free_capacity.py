@@ -61,17 +61,7 @@ def test_what_the_store_keeps_per_node_follows_every_change(
     nodes: dict[str, Node] = {}
     pods: dict[str, Pod] = {}
     for kind, subject, value in events:
-        if kind == "node" and value:
-            nodes[subject] = make_node(subject).gpus(value).obj()
-            store.apply("Node", "MODIFIED", nodes[subject])
-        elif kind == "node" and subject in nodes:
-            store.apply("Node", "DELETED", nodes.pop(subject))
-        elif kind == "pod":
-            builder = make_pod(f"p{subject}").gpus(1 + subject % 3)
-            pods[f"p{subject}"] = (builder.on(value) if value else builder).obj()
-            store.apply("Pod", "MODIFIED", pods[f"p{subject}"])
-        elif f"p{subject}" in pods:
-            store.apply("Pod", "DELETED", pods.pop(f"p{subject}"))
+        _apply(store, nodes, pods, kind, subject, value)
     reserved = {node: {GPU: gpus} for node, gpus in reserved_gpus.items()}
     expected = reference(list(nodes.values()), list(pods.values()), reservations=reserved)
     assert free_capacity(store=store, reserved=reserved) == expected
@@ -90,17 +80,7 @@ def test_free_capacity_read_after_every_change_is_the_references(
     pods: dict[str, Pod] = {}
     reserved: dict[str, dict[str, int]] = {}
     for step, (kind, subject, value) in enumerate(events):
-        if kind == "node" and value:
-            nodes[subject] = make_node(subject).gpus(value).obj()
-            store.apply("Node", "MODIFIED", nodes[subject])
-        elif kind == "node" and subject in nodes:
-            store.apply("Node", "DELETED", nodes.pop(subject))
-        elif kind == "pod":
-            builder = make_pod(f"p{subject}").gpus(1 + subject % 3)
-            pods[f"p{subject}"] = (builder.on(value) if value else builder).obj()
-            store.apply("Pod", "MODIFIED", pods[f"p{subject}"])
-        elif f"p{subject}" in pods:
-            store.apply("Pod", "DELETED", pods.pop(f"p{subject}"))
+        _apply(store, nodes, pods, kind, subject, value)
         if step < len(reservations):
             node, gpus = reservations[step]
             if gpus:
@@ -109,3 +89,21 @@ def test_free_capacity_read_after_every_change_is_the_references(
                 reserved.pop(node, None)
         expected = reference(list(nodes.values()), list(pods.values()), reservations=reserved)
         assert free_capacity(store=store, reserved=dict(reserved)) == expected
+
+
+def _apply(
+    store: ClusterStore, nodes: dict[str, Node], pods: dict[str, Pod], kind: str, subject: Any, value: Any
+) -> None:
+    """One drawn event: a Node added or changed (``value`` GPUs) or deleted (0), a pod placed, left pending or gone;
+    applied to the store as its watch would, and to the objects the reference reads."""
+    if kind == "node" and value:
+        nodes[subject] = make_node(subject).gpus(value).obj()
+        store.apply("Node", "MODIFIED", nodes[subject])
+    elif kind == "node" and subject in nodes:
+        store.apply("Node", "DELETED", nodes.pop(subject))
+    elif kind == "pod":
+        builder = make_pod(f"p{subject}").gpus(1 + subject % 3)
+        pods[f"p{subject}"] = (builder.on(value) if value else builder).obj()
+        store.apply("Pod", "MODIFIED", pods[f"p{subject}"])
+    elif f"p{subject}" in pods:
+        store.apply("Pod", "DELETED", pods.pop(f"p{subject}"))
