@@ -4,8 +4,12 @@ readings: how many of each thing happened per bound pod. A counter the product a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-__all__ = ["Counters", "counters", "labels_of", "per_pod", "short"]
+if TYPE_CHECKING:
+    from benchmarks.controlplane.cluster import ControlPlane
+
+__all__ = ["Counters", "counters", "extender_counters", "labels_of", "per_pod", "short"]
 
 Counters = dict[str, float]  # series (name with labels) → value
 
@@ -26,6 +30,13 @@ def counters(text: str, *, keep: Callable[[str], bool] = lambda _: True, sums: b
             except ValueError:
                 continue
     return found
+
+
+def extender_counters(plane: ControlPlane, *, sums: bool = False) -> Counters:
+    """The running extender's own counters (its ``/metrics``): verbs and their answers, plans, nominations, watch
+    events (with ``sums``, its histograms' sums too)."""
+    assert plane.extender is not None
+    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"), sums=sums)
 
 
 def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, *, at_least: float = 0.0) -> Counters:

@@ -62,7 +62,7 @@ from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang
 from benchmarks.e2e import pprof
 from benchmarks.e2e.big_gang import run_big_gang
-from benchmarks.e2e.counters import Counters, by_label, counters, per_pod
+from benchmarks.e2e.counters import Counters, by_label, counters, extender_counters, per_pod
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.mix import USED, Mix, mix_workload
 from benchmarks.e2e.phase import NAMESPACE, PROFILE_SECONDS, QPS, Phase, Queue, Uniform
@@ -169,11 +169,6 @@ def _api_counters(plane: ControlPlane) -> Counters:
     return counters(text if isinstance(text, str) else "", keep=keep)
 
 
-def _extender_counters(plane: ControlPlane, *, sums: bool = False) -> Counters:
-    assert plane.extender is not None
-    return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"), sums=sums)
-
-
 def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seconds: float) -> threading.Thread:
     """A CPU profile of kube-scheduler from its pprof endpoint, over the first ``seconds`` of the drive."""
     argv = scheduler.process.args
@@ -264,7 +259,7 @@ def _wait_nominated(plane: ControlPlane, pods: int, *, deadline: float = 120.0, 
     started = time.monotonic()
     last, changed = -1.0, started
     while time.monotonic() - started < deadline:
-        written = sum(v for k, v in _extender_counters(plane).items() if k.startswith("grove_extender_nominations"))
+        written = sum(v for k, v in extender_counters(plane).items() if k.startswith("grove_extender_nominations"))
         if written >= pods:
             return time.monotonic() - started
         if written != last:
@@ -306,7 +301,7 @@ def through_extender(
             phase.planning_seconds += _wait_nominated(plane, total, stall=settled)
     phase.planning_cpu = cpu_seconds(serve) - phase.startup_cpu  # from the first create: planning, nominating
     live = thread_cpu(serve)
-    phase.planning_counters = _extender_counters(plane)
+    phase.planning_counters = extender_counters(plane)
     if ahead is not None:
         ahead.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
     phase.planning_by_thread = by_thread(started_threads, live, thread_names(serve))
@@ -316,7 +311,7 @@ def through_extender(
     idle_from = cpu_seconds(serve)
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
-    api_before, extender_before = _api_counters(plane), _extender_counters(plane)
+    api_before, extender_before = _api_counters(plane), extender_counters(plane)
     sampler = Sampler.start(serve, Path(args.profile) / f"extender-real{suffix}.txt") if args.profile else None
     threads_before = thread_cpu(serve)
     io_before, writes_before = io_calls(serve), thread_writes(serve)
@@ -344,8 +339,8 @@ def through_extender(
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
     phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
-    phase.final_counters = _extender_counters(plane, sums=True)
-    phase.extender_counters = per_pod(extender_before, _extender_counters(plane), phase.bound, at_least=0.001)
+    phase.final_counters = extender_counters(plane, sums=True)
+    phase.extender_counters = per_pod(extender_before, extender_counters(plane), phase.bound, at_least=0.001)
     phase.whole = _whole(queue, watch)
     scheduler.stop()
     plane.extender.child.stop(kill=True)
