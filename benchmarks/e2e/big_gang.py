@@ -21,8 +21,10 @@ from rich.progress import Progress
 from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.workload import Gang, create_gangs, podgang_manifest
-from benchmarks.e2e.counters import by_label, counters
+from benchmarks.e2e.counters import api_counters, by_label, counters, per_pod, short
 from benchmarks.e2e.phase import NAMESPACE, QPS
+from benchmarks.e2e.processes import thread_names
+from benchmarks.e2e.timeline import Timeline
 
 __all__ = ["run_big_gang"]
 
@@ -43,6 +45,11 @@ def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) ->
     )  # kube-scheduler meets the pods without their PodGang, as a late operator leaves them
     before = _filter_answers(plane)
     pending_before = _pending(plane)
+    pids = {"extender": plane.extender.child.pid, "kube-scheduler": scheduler.pid,
+            "kube-apiserver": plane.server.process.pid, "etcd": plane.server.etcd.pid}  # fmt: skip
+    timeline = Timeline(bound=watch.count, metrics=plane.extender.metrics, pids=pids, extender_pid=pids["extender"])
+    timeline.start()
+    api_before = api_counters(plane)
     plane.api.call("POST", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NAMESPACE}/podgangs",
                    podgang_manifest(gang, NAMESPACE))  # fmt: skip
     gang_at = time.monotonic()
@@ -51,6 +58,8 @@ def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) ->
         while watch.count() < gang.size and time.monotonic() - gang_at < args.deadline:
             progress.update(task, completed=watch.count())
             time.sleep(0.5)
+    timeline.stop()
+    api = per_pod(api_before, api_counters(plane), gang.size, at_least=0.01)
     watch.stop()
     times = sorted(watch.first_bound().values())
     after = _filter_answers(plane)
@@ -68,6 +77,11 @@ def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) ->
     print(f"kube-scheduler's pending pods when the PodGang was created, by queue: {pending_before}; filter answers "
           f"since: {answers}; filters by the pod's nomination: {nominations}")  # fmt: skip
     print(f"kube-scheduler's attempts by result over the run: {_attempts(plane)}")
+    print("API server per pod of the gang, from its PodGang's creation: "
+          + ", ".join(f"{short(series)} {value:.2f}" for series, value in list(api.items())[:14]))  # fmt: skip
+    print(f"from the PodGang's creation, every {args.timeline:g} s (rates per second; CPU in cores):")
+    for line in timeline.rows(since=gang_at, every=args.timeline, names=thread_names(pids["extender"])):
+        print(" ", line)
     scheduler.stop()
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from benchmarks.controlplane.cluster import ControlPlane
 
-__all__ = ["Counters", "counters", "extender_counters", "labels_of", "per_pod", "short"]
+__all__ = ["Counters", "api_counters", "counters", "extender_counters", "labels_of", "per_pod", "short"]
 
 Counters = dict[str, float]  # series (name with labels) → value
 
@@ -37,6 +37,14 @@ def extender_counters(plane: ControlPlane, *, sums: bool = False) -> Counters:
     events (with ``sums``, its histograms' sums too)."""
     assert plane.extender is not None
     return counters(plane.extender.metrics(), keep=lambda name: name.startswith("grove_extender_"), sums=sums)
+
+
+def api_counters(plane: ControlPlane, *, watch_events: bool = True) -> Counters:
+    """The API server's requests (by verb, resource, subresource, code, client) and, with ``watch_events``, the
+    watch events it sent (by kind)."""
+    text = plane.api.request("GET", "/metrics").body
+    names = {"apiserver_request_total", "apiserver_watch_events_total"} if watch_events else {"apiserver_request_total"}
+    return counters(text if isinstance(text, str) else "", keep=names.__contains__)
 
 
 def per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int, *, at_least: float = 0.0) -> Counters:

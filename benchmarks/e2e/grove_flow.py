@@ -40,7 +40,7 @@ from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.e2e import pprof
-from benchmarks.e2e.counters import Counters, counters, extender_counters, per_pod, short
+from benchmarks.e2e.counters import Counters, api_counters, extender_counters, per_pod, short
 from benchmarks.e2e.phase import QPS
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, ms_per_pod, thread_cpu, thread_names
 
@@ -82,11 +82,6 @@ class FlowPhase:
     @property
     def created_per_second(self) -> float:
         return self.created / self.creating_seconds if self.creating_seconds else 0.0
-
-
-def _api_counters(plane: ControlPlane) -> Counters:
-    text = plane.api.request("GET", "/metrics").body
-    return counters(text if isinstance(text, str) else "", keep={"apiserver_request_total"}.__contains__)
 
 
 def _create(plane: ControlPlane, namespace: str, names: list[str], *, pods: int, rate: float) -> None:
@@ -141,7 +136,8 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     if through_extender and plane.extender is not None:
         pids["extender"] = plane.extender.child.pid
     created, bound = BindTimes(plane.api, namespace, bound_only=False), BindTimes(plane.api, namespace)
-    api_before, cpu_before = _api_counters(plane), {name: cpu_seconds(pid) for name, pid in pids.items()}
+    api_before = api_counters(plane, watch_events=False)
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     extender_before = extender_counters(plane) if through_extender else {}
     profiling = _profile_api_server(plane, folder / f"apiserver-{mode}.pb.gz") if through_extender else None
     ours = {name: pids[name] for name in ("extender", "reconciler") if name in pids}
@@ -166,7 +162,7 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
         sampler.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
     for name, pid in ours.items():
         phase.by_thread[name] = by_thread(threads_before[name], threads_after[name], thread_names(pid))
-    phase.api_counters = per_pod(api_before, _api_counters(plane), phase.sets, at_least=0.01)
+    phase.api_counters = per_pod(api_before, api_counters(plane, watch_events=False), phase.sets, at_least=0.01)
     if through_extender:
         after = extender_counters(plane)
         phase.extender_counters = per_pod(extender_before, after, len(bound.first_bound()), at_least=0.001)

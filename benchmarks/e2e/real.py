@@ -62,7 +62,7 @@ from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang
 from benchmarks.e2e import pprof
 from benchmarks.e2e.big_gang import run_big_gang
-from benchmarks.e2e.counters import Counters, by_label, counters, extender_counters, per_pod
+from benchmarks.e2e.counters import api_counters, by_label, extender_counters, per_pod
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.mix import USED, Mix, mix_workload
 from benchmarks.e2e.phase import NAMESPACE, PROFILE_SECONDS, QPS, Phase, Queue, Uniform
@@ -136,6 +136,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--big-gang-wait", type=float, default=10.0, help="with --big-gang: seconds the pods wait without a PodGang"
     )
     real.add_argument(
+        "--timeline", type=float, default=5.0, help="with --big-gang: seconds per line of the timeline printed after"
+    )
+    real.add_argument(
         "--extender-log-level",
         default="warning",
         help="serve --log-level during the run (its log is kept with --logs; default: %(default)s, which costs "
@@ -160,13 +163,6 @@ def _processes(plane: ControlPlane, scheduler: Child | None) -> dict[str, int]:
 
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
-
-
-def _api_counters(plane: ControlPlane) -> Counters:
-    """The API server's requests (by verb, resource, subresource, code) and watch events sent (by kind)."""
-    text = plane.api.request("GET", "/metrics").body
-    keep = {"apiserver_request_total", "apiserver_watch_events_total"}.__contains__
-    return counters(text if isinstance(text, str) else "", keep=keep)
 
 
 def _scheduler_profile(plane: ControlPlane, scheduler: Child, output: Path, seconds: float) -> threading.Thread:
@@ -311,7 +307,7 @@ def through_extender(
     idle_from = cpu_seconds(serve)
     time.sleep(args.idle_seconds)
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
-    api_before, extender_before = _api_counters(plane), extender_counters(plane)
+    api_before, extender_before = api_counters(plane), extender_counters(plane)
     sampler = Sampler.start(serve, Path(args.profile) / f"extender-real{suffix}.txt") if args.profile else None
     threads_before = thread_cpu(serve)
     io_before, writes_before = io_calls(serve), thread_writes(serve)
@@ -338,7 +334,7 @@ def through_extender(
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
-    phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
+    phase.api_counters = per_pod(api_before, api_counters(plane), phase.bound, at_least=0.01)
     phase.final_counters = extender_counters(plane, sums=True)
     phase.extender_counters = per_pod(extender_before, extender_counters(plane), phase.bound, at_least=0.001)
     phase.whole = _whole(queue, watch)
@@ -365,7 +361,7 @@ def alone(plane: ControlPlane, queue: Queue, args: argparse.Namespace, folder: P
 
     if not args.live:
         create()
-    api_before = _api_counters(plane)
+    api_before = api_counters(plane)
     cpu_before = _cpu(_processes(plane, None))
     scheduler, ready, last, watch = _drive(
         plane, pods=total, start=lambda: plane.start_plain_scheduler(overrides=QPS), deadline=args.deadline,
@@ -376,7 +372,7 @@ def alone(plane: ControlPlane, queue: Queue, args: argparse.Namespace, folder: P
     cpu_at_last = _cpu(_processes(plane, scheduler))
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before.get(name, 0.0) for name in cpu_at_last}
-    phase.api_counters = per_pod(api_before, _api_counters(plane), phase.bound, at_least=0.01)
+    phase.api_counters = per_pod(api_before, api_counters(plane), phase.bound, at_least=0.01)
     phase.whole = _whole(queue, watch)
     scheduler.stop()
     return phase
