@@ -20,11 +20,12 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import quote, urlsplit
 
 import httptools
 
-__all__ = ["ApiUnreachable", "Endpoint", "Pool"]
+__all__ = ["Answer", "ApiUnreachable", "Endpoint", "Pool"]
 
 IDLE_SECONDS = 15.0
 """An idle connection older than this is closed rather than reused: API servers and the proxies and load balancers
@@ -78,6 +79,19 @@ class Endpoint:
         )
 
 
+class Answer(NamedTuple):
+    status: int
+    body: bytes
+    retry_after: float | None  # the Retry-After field in seconds (the API server sends whole seconds), if any
+
+
+def _seconds(value: bytes | None) -> float | None:
+    try:
+        return float(int(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: the API server does not send one
+
+
 class _Connection(asyncio.Protocol):
     """One connection; ``exchange`` sends a request and waits for its whole response."""
 
@@ -85,8 +99,9 @@ class _Connection(asyncio.Protocol):
         self._loop = loop
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
-        self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self._waiter: asyncio.Future[Answer] | None = None
         self._body: list[bytes] = []
+        self._retry_after: bytes | None = None
         self.lost: asyncio.Future[None] = loop.create_future()
         self.closed = False
         self.reusable = False
@@ -114,23 +129,28 @@ class _Connection(asyncio.Protocol):
         self._fail(ApiUnreachable(reason, timed_out=False))
 
     # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) == 11 and name.lower() == b"retry-after":
+            self._retry_after = value
+
     def on_body(self, body: bytes) -> None:
         self._body.append(body)
 
     def on_message_complete(self) -> None:
         waiter, self._waiter = self._waiter, None
         body, self._body = b"".join(self._body), []
+        retry_after, self._retry_after = _seconds(self._retry_after), None
         self.reusable = self._parser.should_keep_alive()
         if waiter is None:  # an answer nobody asked for: the connection cannot be trusted
             self.close()
         elif not waiter.done():
-            waiter.set_result((self._parser.get_status_code(), body))
+            waiter.set_result(Answer(self._parser.get_status_code(), body, retry_after))
 
-    async def exchange(self, request: bytes, *, timeout: float) -> tuple[int, bytes]:
+    async def exchange(self, request: bytes, *, timeout: float) -> Answer:
         if self.closed or self._transport is None or self._waiter is not None:
             raise ApiUnreachable("connection not usable", timed_out=False)
         self.reusable = False
-        waiter: asyncio.Future[tuple[int, bytes]] = self._loop.create_future()
+        waiter: asyncio.Future[Answer] = self._loop.create_future()
         self._waiter = waiter
         self._transport.write(request)
         try:
@@ -187,8 +207,8 @@ class Pool:
             f"{method} {target} HTTP/1.1\r\nHost: {endpoint.authority}\r\n{headers}Content-Length: {length}\r\n\r\n"
         ).encode("latin-1")
 
-    async def request(self, head: bytes, body: bytes) -> tuple[int, bytes]:
-        """The answer (status, body) to one request, or ``ApiUnreachable``."""
+    async def request(self, head: bytes, body: bytes) -> Answer:
+        """The answer to one request, or ``ApiUnreachable``."""
         async with self._slots:
             connection = self._reused() or await self._connect()
             try:

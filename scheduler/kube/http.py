@@ -12,7 +12,13 @@ request, as reading it would add a good part of a bind's CPU to each).
 A caller on an event loop (the release, on uvicorn's) awaits ``request`` over that loop's own connections: a hop to
 another thread would add a hand-off's CPU to every bind (``bench_bind_client`` measures a bind both ways; figures in
 docs/bench_bind_client.md). A thread without a loop (the background worker's status and Event writes) blocks on
-``send``, served by a private loop on a daemon thread. Neither retries: the caller decides.
+``send``, served by a private loop on a daemon thread.
+
+Neither retries a failure, with one exception: the API server's priority and fairness turns a request away with
+429 and a ``Retry-After`` when the client's priority level is full, before reading it. Such a request is sent again
+after that many seconds (``THROTTLED_RETRIES`` times at most), as client-go does; a large gang's thousand
+nominations at once meet it, and a nomination lost is a pod kube-scheduler scans every node for. Evictions opt out:
+a PodDisruptionBudget's refusal is a 429 with a ``Retry-After`` too, and the caller asks again on its own terms.
 """
 
 from __future__ import annotations
@@ -29,9 +35,13 @@ from kubernetes.client import Configuration
 
 from scheduler.kube.connections import ApiUnreachable, Endpoint, Pool
 
-__all__ = ["TOKEN_SECONDS", "ApiHttp", "ApiUnreachable", "Reply", "Request"]
+__all__ = ["THROTTLED_RETRIES", "TOKEN_SECONDS", "ApiHttp", "ApiUnreachable", "Reply", "Request"]
 
 log = logging.getLogger(__name__)
+
+THROTTLED_RETRIES = 3
+THROTTLED_WAIT_LIMIT = 10.0  # seconds: a longer Retry-After is honoured as this long
+"""How often, and how long at most each time, a request turned away with 429 and a Retry-After is sent again."""
 
 # Projected service-account tokens are rotated long before they expire (kubelet at 80 % of an hour or more), and
 # the official client re-reads its token file once a minute: holding the header for 10 s never sends a dead one.
@@ -109,41 +119,75 @@ class ApiHttp:
         self._lock = threading.Lock()
         self._own: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
-    async def request(self, method: str, path: str, *, body: bytes, content_type: str = "application/json") -> Reply:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes,
+        content_type: str = "application/json",
+        throttled_retries: int = THROTTLED_RETRIES,
+    ) -> Reply:
         """The request's answer (any status), on the running loop's connections; ``ApiUnreachable`` when none
-        came."""
+        came. A 429 with a ``Retry-After`` is sent again after it, ``throttled_retries`` times at most."""
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop) or await self._open(loop)
-        fields = f"{self._fields}Content-Type: {content_type}\r\n{self._authorization()}"
-        status, answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
-        return Reply(status, answer)
+        attempt = 0
+        while True:
+            fields = f"{self._fields}Content-Type: {content_type}\r\n{self._authorization()}"
+            answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
+            if answer.status != 429 or answer.retry_after is None or attempt >= throttled_retries:
+                return Reply(answer.status, answer.body)
+            attempt += 1
+            log.debug("throttled path=%s retry_after=%s attempt=%d", path, answer.retry_after, attempt)
+            await asyncio.sleep(min(answer.retry_after, THROTTLED_WAIT_LIMIT))
 
-    def send(self, method: str, path: str, *, body: bytes, content_type: str = "application/json") -> Reply:
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes,
+        content_type: str = "application/json",
+        throttled_retries: int = THROTTLED_RETRIES,
+    ) -> Reply:
         """``request`` for a thread without a loop (the background worker): blocks until the answer, which comes
         over this client's private loop (a daemon thread, started on first use)."""
-        coroutine = self.request(method, path, body=body, content_type=content_type)
+        coroutine = self.request(
+            method, path, body=body, content_type=content_type, throttled_retries=throttled_retries
+        )
         return asyncio.run_coroutine_threadsafe(coroutine, self._own_loop()).result()
 
-    def submit_each(self, requests: Sequence[Request], answered: Callable[[int, Reply | ApiUnreachable], None]) -> None:
-        """Send every request at once over the private loop's pool and return; ``answered(index, outcome)`` is
-        called on that loop's thread as each ends. One hop to the loop for them all: a hop per request would add a
-        hand-off's CPU to each (``bench_bind_client``)."""
+    def submit_each(
+        self,
+        requests: Sequence[Request],
+        answered: Callable[[int, Reply | ApiUnreachable | None], None],
+        *,
+        send: Callable[[int], bool] = lambda _: True,
+    ) -> None:
+        """Send the requests over the private loop's pool, in order, as many at once as the pool holds, and return;
+        ``answered(index, outcome)`` is called on that loop's thread as each ends. ``send(index)`` is asked as each
+        one's turn comes; one it declines is not sent and is answered None. One hop to the loop for them all: a hop
+        per request would add a hand-off's CPU to each (``bench_bind_client``)."""
 
-        async def one(index: int, request: Request) -> None:
-            outcome: Reply | ApiUnreachable
-            try:
-                outcome = await self.request(
-                    request.method, request.path, body=request.body, content_type=request.content_type
-                )
-            except ApiUnreachable as err:
-                outcome = err
+        async def one(index: int, request: Request, turn: asyncio.Semaphore) -> None:
+            outcome: Reply | ApiUnreachable | None = None
+            async with turn:
+                try:
+                    if send(index):
+                        outcome = await self.request(
+                            request.method, request.path, body=request.body, content_type=request.content_type
+                        )
+                except ApiUnreachable as err:
+                    outcome = err
             try:
                 answered(index, outcome)
             except Exception:
                 log.exception("answer callback failed path=%s", request.path)
 
         async def every() -> None:
-            await asyncio.gather(*(one(index, request) for index, request in enumerate(requests)))
+            turn = asyncio.Semaphore(max(1, self._pool_size))
+            await asyncio.gather(*(one(index, request, turn) for index, request in enumerate(requests)))
 
         asyncio.run_coroutine_threadsafe(every(), self._own_loop())
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from api.core import Pod
 from scheduler.kube.errors import WriteError
 
-__all__ = ["FIELD_MANAGER", "Nominated", "Nomination", "nominated_by_us"]
+__all__ = ["FIELD_MANAGER", "Nominated", "Nomination", "NotSent", "Wanted", "nominated_by_us"]
 
 FIELD_MANAGER = "grove-extender"
 """The field manager our nominations are written as: the API server then records, in the pod's ``managedFields``,
@@ -46,5 +46,15 @@ class Nomination:
         return f"{self.namespace}/{self.name}"
 
 
+class NotSent(WriteError):
+    """A nomination the writer did not send: when its turn came, it was no longer wanted."""
+
+    def __init__(self, nomination: Nomination) -> None:
+        super().__init__(f"nomination of pod {nomination.key} not sent: no longer wanted")
+
+
 Nominated = Callable[[Nomination, WriteError | None], None]
-"""Told how a nomination ended (None: written), on whichever thread the writer answers it."""
+"""Told how a nomination ended (None: written; ``NotSent``: dropped unsent), on whichever thread the writer answers
+it."""
+Wanted = Callable[[Nomination], bool]
+"""Asked as a nomination's turn to be sent comes: whether it is still worth a write."""

@@ -21,8 +21,8 @@ from kubernetes.client import ApiClient
 from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
 from scheduler.kube.connect import WRITE_TIMEOUT
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply, Request
-from scheduler.kube.nominations import FIELD_MANAGER, Nominated, Nomination
+from scheduler.kube.http import THROTTLED_RETRIES, ApiHttp, ApiUnreachable, Reply, Request
+from scheduler.kube.nominations import FIELD_MANAGER, Nominated, Nomination, NotSent, Wanted
 
 __all__ = ["KubeClusterWriter"]
 
@@ -124,11 +124,26 @@ class KubeClusterWriter:
         log.log(level, "write failed action=%r error=%r", action, str(error))
         raise error
 
-    def _send(self, action: str, method: str, path: str, body: dict[str, Any], content_type: str) -> None:
+    def _send(
+        self,
+        action: str,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        content_type: str,
+        *,
+        throttled_retries: int = THROTTLED_RETRIES,
+    ) -> None:
         started = time.perf_counter()
         outcome: Reply | ApiUnreachable
         try:
-            outcome = self._http.send(method, path, body=json.dumps(body).encode(), content_type=content_type)
+            outcome = self._http.send(
+                method,
+                path,
+                body=json.dumps(body).encode(),
+                content_type=content_type,
+                throttled_retries=throttled_retries,
+            )
         except ApiUnreachable as err:
             outcome = err
         self._check(action, outcome, started)
@@ -183,9 +198,10 @@ class KubeClusterWriter:
             f"/api/v1/namespaces/{namespace}/pods/{name}/eviction{query}",
             body,
             "application/json",
+            throttled_retries=0,  # a budget's refusal is a 429 with a Retry-After: the evicter asks again itself
         )
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         # A JSON patch, so that the UID can be tested: a pod deleted and re-created under the same name meanwhile is
         # left alone. "" is what an unset nominatedNodeName reads as (the field is omitted when empty).
         requests = [
@@ -206,8 +222,11 @@ class KubeClusterWriter:
         ]
         started = time.perf_counter()
 
-        def answered(index: int, outcome: Reply | ApiUnreachable) -> None:
+        def answered(index: int, outcome: Reply | ApiUnreachable | None) -> None:
             nomination = nominations[index]
+            if outcome is None:
+                done(nomination, NotSent(nomination))
+                return
             try:
                 what = f"nominating node {nomination.node}" if nomination.node else "clearing the nominated node"
                 self._check(f"{what} for pod {nomination.key}", outcome, started, expected=_NOMINATION_RACES)
@@ -216,7 +235,7 @@ class KubeClusterWriter:
             else:
                 done(nomination, None)
 
-        self._http.submit_each(requests, answered)
+        self._http.submit_each(requests, answered, send=lambda index: wanted(nominations[index]))
 
     def record_event(
         self,

@@ -85,7 +85,8 @@ def pool_for(server: Server, *, size: int = 4, read: float = 2.0, clock: Callabl
 
 
 async def post(pool: Pool, path: str = "/api/v1/x", body: bytes = b'{"a": 1}') -> tuple[int, bytes]:
-    return await pool.request(pool.head("POST", path, headers="X-Test: 1\r\n", length=len(body)), body)
+    answer = await pool.request(pool.head("POST", path, headers="X-Test: 1\r\n", length=len(body)), body)
+    return answer.status, answer.body
 
 
 def test_a_kept_alive_connection_carries_the_next_request() -> None:

@@ -9,6 +9,8 @@ import logging
 import re
 import socket
 import ssl
+import threading
+import time
 import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,7 +24,8 @@ from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli.certs import issue
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import TOKEN_SECONDS, ApiHttp, ApiUnreachable
+from scheduler.kube.http import THROTTLED_RETRIES, TOKEN_SECONDS, ApiHttp, ApiUnreachable
+from scheduler.kube.nominations import Nomination, NotSent
 from scheduler.kube.writer import KubeClusterWriter
 from tests.kube import objects as k
 
@@ -326,3 +329,74 @@ def test_a_tokens_line_breaks_never_reach_the_wire(fake: FakeApiServer, api_clie
     sent = [r.headers["authorization"] for r in fake.requests_to("POST", r"/binding$")]
     assert sent == ["Bearer from-a-file"]
     assert not any("x-injected" in r.headers for r in fake.requests)
+
+
+def test_a_write_turned_away_by_priority_and_fairness_is_sent_again_after_its_retry_after(
+    fake: FakeApiServer, writer: KubeClusterWriter
+) -> None:
+    fake.throttle("POST", r"/pods/w-8/binding$", retry_after=1)
+    started = time.monotonic()
+    bind(writer, "w-8")
+    assert time.monotonic() - started >= 1.0, "sent again only after the Retry-After"
+    assert len(fake.requests_to("POST", r"/pods/w-8/binding$")) == 2
+    bound = fake.get(PODS, "w-8", "default")
+    assert bound is not None and bound["spec"]["nodeName"] == "gpu-0"
+
+
+def test_throttled_writes_are_sent_again_a_bounded_number_of_times(
+    fake: FakeApiServer, writer: KubeClusterWriter
+) -> None:
+    fake.throttle("PATCH", r"/podgangs/g/status$", retry_after=0, times=THROTTLED_RETRIES + 1)
+    with pytest.raises(WriteError, match=r"API server unavailable \(HTTP 429: ") as caught:
+        writer.patch_podgang_status(namespace="default", name="g", status={"phase": "Starting"})
+    assert caught.value.status == 429
+    assert len(fake.requests_to("PATCH", r"/podgangs/g/status$")) == THROTTLED_RETRIES + 1
+    writer.patch_podgang_status(namespace="default", name="g", status={"phase": "Starting"})  # the next one lands
+
+
+def test_nominations_throttled_land_and_an_eviction_throttled_is_left_to_its_caller(
+    fake: FakeApiServer, writer: KubeClusterWriter
+) -> None:
+    pod = fake.get(PODS, "w-9", "default")
+    assert pod is not None
+    fake.throttle("PATCH", r"/pods/w-9/status", retry_after=0, times=2)
+    answers: list[WriteError | None] = []
+    done = threading.Event()
+
+    def answered(_: Nomination, error: WriteError | None) -> None:
+        answers.append(error)
+        done.set()
+
+    writer.nominate([Nomination("default", "w-9", str(pod["metadata"]["uid"]), "gpu-0")], answered)
+    assert done.wait(10.0)
+    assert len(fake.requests_to("PATCH", r"/pods/w-9/status")) == 3
+    # The third reached the fake's handler, which serves merge patches only (kube-apiserver applies it: e2e).
+    (error,) = answers
+    assert error is not None and error.status == 415
+
+    fake.throttle("POST", r"/pods/w-9/eviction$", retry_after=0)
+    with pytest.raises(WriteError) as caught:
+        writer.evict(namespace="default", name="w-9", uid=str(pod["metadata"]["uid"]))
+    assert caught.value.status == 429
+    assert len(fake.requests_to("POST", r"/pods/w-9/eviction$")) == 1, "an eviction is not sent again here"
+
+
+def test_a_nomination_no_longer_wanted_when_its_turn_comes_is_not_sent(
+    fake: FakeApiServer, writer: KubeClusterWriter
+) -> None:
+    uids = {name: uid_of(fake, name) for name in ("w-10", "w-11")}
+    answers: dict[str, WriteError | None] = {}
+    done = threading.Event()
+
+    def answered(nomination: Nomination, error: WriteError | None) -> None:
+        answers[nomination.name] = error
+        if len(answers) == 2:
+            done.set()
+
+    nominations = [Nomination("default", name, uid, "gpu-0") for name, uid in uids.items()]
+    writer.nominate(nominations, answered, wanted=lambda n: n.name != "w-10")
+    assert done.wait(10.0)
+    assert isinstance(answers["w-10"], NotSent)
+    assert not isinstance(answers["w-11"], NotSent)  # sent (the fake then refuses the JSON patch: 415)
+    assert fake.requests_to("PATCH", r"/pods/w-10/status") == []
+    assert len(fake.requests_to("PATCH", r"/pods/w-11/status")) == 1

@@ -43,6 +43,15 @@ class Dropped(Exception):
     """The request is answered by resetting its connection (``FakeApiServer.drop``)."""
 
 
+class Throttled(Exception):
+    """The request is turned away as kube-apiserver's priority and fairness does when the client's priority level
+    is full (``FakeApiServer.throttle``): 429, a plain-text sentence and a ``Retry-After`` in seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
 class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
     # socketserver's default backlog of 5 drops the SYNs of a burst of new connections (concurrent binds), and the
@@ -96,6 +105,15 @@ class _Handler(BaseHTTPRequestHandler):
         except StatusError as err:
             code, body = err.code, err.body()
             gates = []
+        except Throttled as err:
+            data = b"Too many requests, please try again later.\n"
+            self.send_response(429)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Retry-After", str(err.retry_after))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         except Dropped:
             # SO_LINGER 0: closing sends a TCP reset, as a crashed server or a load balancer cutting in does.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
-from benchmarks.sim.fakeapi.http import Dropped, QuietServer, Request, handler_for
+from benchmarks.sim.fakeapi.http import Dropped, QuietServer, Request, Throttled, handler_for
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.memory.resources import StatusError
 from scheduler.kube.memory.store import Store
@@ -59,6 +59,7 @@ class FakeApiServer:
         self.store = Store()
         self._faults: list[_Fault] = []
         self._drops: list[tuple[str, re.Pattern[str]]] = []
+        self._throttles: list[list[Any]] = []  # [method, pattern, Retry-After, times left]
         self._delays: list[tuple[str, re.Pattern[str], float]] = []
         self._gates: list[_Gate] = []
         self.requests: list[Request] = []
@@ -165,6 +166,12 @@ class FakeApiServer:
         with self.store.cond:
             self._faults.append(_Fault(method, re.compile(path), status, reason, message or reason, times))
 
+    def throttle(self, method: str, path: str, *, retry_after: int = 1, times: int = 1) -> None:
+        """Turn away the next ``times`` requests whose path matches ``path`` as a full priority level does (429 with
+        a ``Retry-After``), before they are read."""
+        with self.store.cond:
+            self._throttles.append([method, re.compile(path), retry_after, times])
+
     def drop(self, method: str, path: str) -> None:
         """Reset the connection of the next request whose path matches ``path`` instead of answering it."""
         with self.store.cond:
@@ -195,6 +202,10 @@ class FakeApiServer:
             fault = next((f for f in self._faults if f.method == method and f.pattern.search(path) and f.times), None)
             if fault is not None:
                 fault.times -= 1
+            throttled = next((t for t in self._throttles if t[0] == method and t[1].search(path) and t[3]), None)
+            if throttled is not None:
+                throttled[3] -= 1
+                raise Throttled(throttled[2])
             drop = next((d for d in self._drops if d[0] == method and d[1].search(path)), None)
             if drop is not None:
                 self._drops.remove(drop)
