@@ -30,7 +30,7 @@ from placement import solve
 from scheduler.extender.coordinator import BackgroundWorker, Coordinator, CoordinatorConfig
 from scheduler.extender.state import ClusterStore
 from scheduler.kube.errors import WriteError
-from scheduler.kube.nominations import Nominated, Nomination
+from scheduler.kube.nominations import Nominated, Nomination, NotSent, Wanted
 
 __all__ = ["ExtenderProcess", "install_task_owner"]
 
@@ -76,8 +76,11 @@ class _Writer:
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
         self._api().patch_podgang_status(namespace=namespace, name=name, status=status)
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         for nomination in nominations:
+            if not wanted(nomination):
+                done(nomination, NotSent(nomination))
+                continue
             try:
                 self._api().nominate(nomination)
             except WriteError as err:

@@ -18,7 +18,7 @@ from api.core import Pod
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
 from scheduler.kube.foreign import ForeignPod
-from scheduler.kube.nominations import Nominated, Nomination
+from scheduler.kube.nominations import Nominated, Nomination, NotSent, Wanted
 
 __all__ = [
     "Binding",
@@ -63,9 +63,10 @@ class ClusterWriter(Protocol):
         from a worker thread."""
         ...
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         """Patch each pod's ``status.nominatedNodeName`` (the ``pods/status`` subresource, conditional on its UID).
-        Returns at once; the writes go out together and ``done`` is told of each."""
+        Returns at once; the writes go out in order, as many at once as the connections allow, and ``done`` is told
+        of each. One that ``wanted`` declines when its turn comes is not sent (``done`` gets ``NotSent``)."""
         ...
 
     def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
@@ -164,9 +165,12 @@ class InMemoryClusterWriter:
                 RecordedEvent(namespace=namespace, kind=kind, name=name, reason=reason, message=message, type=type)
             )
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         for nomination in nominations:
-            error = None
+            if not wanted(nomination):
+                done(nomination, NotSent(nomination))
+                continue
+            error: WriteError | None = None
             key = nomination.key
             with self._lock:
                 pod = self._store.pod(key) if self._store is not None else None

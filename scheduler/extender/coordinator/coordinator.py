@@ -217,6 +217,7 @@ class Coordinator:
 
     async def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
         self.rate.observe(self._clock())  # kube-scheduler's pace: how fast a gang's members can reach us
+        self.store.attempted(args.Pod.key)  # where kube-scheduler queues it again if this attempt fails
         candidates = args.candidate_names()
         nominated = args.Pod.status.nominatedNodeName
         self._nominated["none" if not nominated else "alone" if candidates == [nominated] else "scanned"].inc()

@@ -86,7 +86,8 @@ class CoordinatorMetrics:
         )
         self.nominations = Counter(
             "grove_extender_nominations_total",
-            'Pod nominatedNodeName writes (a planned node, or "" to clear one), by result: written, failed.',
+            'Pod nominatedNodeName writes (a planned node, or "" to clear one), by result: written, failed, not_sent '
+            "(its pod's bind call came first).",
             ["result"],
             registry=registry,
         )

@@ -45,7 +45,7 @@ from scheduler.extender.coordinator.members import GangRef, gang_ref_of
 from scheduler.extender.coordinator.metrics import CoordinatorMetrics
 from scheduler.extender.state.store import ClusterStore
 from scheduler.kube.errors import WriteError
-from scheduler.kube.nominations import nominated_by_us
+from scheduler.kube.nominations import NotSent, Wanted, nominated_by_us
 
 __all__ = ["Nominator"]
 
@@ -114,7 +114,11 @@ class Nominator:
                 del self._members[ref.key]
                 self._refs.pop(ref.key, None)
         if send:
-            self._writer.nominate(send, self._answered)
+            # In the order kube-scheduler will pop them: a large gang's nominations take a while to write, and a pod
+            # popped before its own lands costs kube-scheduler a scan of every node.
+            order = {key: rank for rank, key in enumerate(self._store.in_queue_order(n.key for n in send))}
+            send.sort(key=lambda n: order[n.key])
+            self._writer.nominate(send, self._answered, wanted=self._still_wanted(ref.key))
 
     def adopt(self, pods: Iterable[Pod]) -> list[GangRef]:
         """Take on the nominations of ours among ``pods`` that are still pending and offered to us, as if written
@@ -182,6 +186,19 @@ class Nominator:
         self._in_flight.add(wish.key)
         return [wish]
 
+    def _still_wanted(self, gang: str) -> Wanted:
+        """Whether a member's nomination is worth its write when its turn to be sent comes: not once its bind call
+        has arrived. A large gang's nominations take a while to go out, and kube-scheduler pops some of its pods
+        meanwhile; the write would only be cleared by kube-scheduler's own status write after the bind's answer."""
+
+        def wanted(nomination: Nomination) -> bool:
+            if not nomination.node:
+                return True  # a clear always goes: a nomination left behind holds room on its node
+            member = self._table.member(gang, nomination.key)
+            return member is None or member.ready is None
+
+        return wanted
+
     def _answered(self, nomination: Nomination, error: WriteError | None) -> None:
         pod = nomination.key
         with self._lock:
@@ -205,7 +222,9 @@ class Nominator:
                 after = replace(after, previous=self._previous(pod))  # what the write just answered left
             else:
                 after = None
-        self._metrics.nominations.labels("written" if error is None else "failed").inc()
+        self._metrics.nominations.labels(
+            "written" if error is None else "not_sent" if isinstance(error, NotSent) else "failed"
+        ).inc()
         if error is not None:  # the writer has logged why
             log.debug("nomination not written pod=%s node=%r", pod, nomination.node)
         if after is not None:

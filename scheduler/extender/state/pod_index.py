@@ -7,6 +7,8 @@ Not thread-safe on its own: ``ClusterStore`` calls it under its lock.
 
 from __future__ import annotations
 
+import itertools
+
 from api.core import Pod, ResourceVector
 from api.grove import LABEL_PODGANG
 from scheduler.kube.foreign import ForeignPod
@@ -50,6 +52,11 @@ class PodIndex:
         self.touched: set[str] = set()  # nodes whose ``used`` changed since the store last drained this
         self.placements = 0  # grows whenever a pod starts holding a node's capacity, or a held pod changes
         self.foreign_priorities: dict[int, int] = {}  # priority → other schedulers' pods holding capacity with it
+        # Our pods → when kube-scheduler last queued them, as far as we can tell: when the pod's first event came (its
+        # informer adds it then), or when it was last offered to us (a failed attempt queues it again, stamped then).
+        # kube-scheduler pops pods of one priority in that order.
+        self.queued: dict[str, int] = {}
+        self._ticks = itertools.count()
 
     def __contains__(self, key: str) -> bool:
         return key in self.ours or key in self.foreign
@@ -68,6 +75,10 @@ class PodIndex:
             reuse = self.requests.get(key)
         if old is not None:
             self._unindex(key, old)
+        if not isinstance(pod, Pod):
+            self.queued.pop(key, None)
+        elif not isinstance(old, Pod) or old.metadata.uid != pod.metadata.uid:
+            self.queued[key] = next(self._ticks)  # a new pod, or one made again under the same name
         if _node_held(pod) and (old is None or _node_held(old) != _node_held(pod) or _deleting(old) != _deleting(pod)):
             self.placements += 1
         self._index(key, pod, requests=reuse)
@@ -77,7 +88,12 @@ class PodIndex:
         if pod is None:
             raise KeyError(key)
         self._unindex(key, pod)
+        self.queued.pop(key, None)
         return pod
+
+    def attempted(self, key: str) -> None:
+        if key in self.queued:
+            self.queued[key] = next(self._ticks)
 
     def _index(self, key: str, pod: Pod | ForeignPod, *, requests: ResourceVector | None) -> None:
         if isinstance(pod, ForeignPod):

@@ -17,8 +17,9 @@ and its shape (what placement reads of it).
 from __future__ import annotations
 
 import logging
+import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from api.core import Node, Pod, PriorityClass, ResourceVector
@@ -247,6 +248,20 @@ class ClusterStore:
         """Pods labelled ``grove.io/podgang=<gang>`` in the gang's namespace (whether or not the PodGang lists them)."""
         with self._lock:
             return [self._pods.ours[key] for key in self._pods.by_gang.get(gang_key, ())]
+
+    def attempted(self, key: str) -> None:
+        """kube-scheduler has just offered our pod ``key``: if this attempt fails, it queues the pod again behind
+        every pod queued before now."""
+        with self._lock:
+            self._pods.attempted(key)
+
+    def in_queue_order(self, keys: Iterable[str]) -> list[str]:
+        """``keys`` (our pods) in the order kube-scheduler will pop them, as far as the store can tell (pods of one
+        priority, by when each was added to its queue: on its first event, or again after its last attempt); keys
+        of pods not held last."""
+        with self._lock:
+            queued = self._pods.queued
+            return sorted(keys, key=lambda key: queued.get(key, sys.maxsize))
 
     def requests_of(self, pod: Pod) -> ResourceVector:
         """The pod's summed requests; cached for pods in the store, computed for others."""

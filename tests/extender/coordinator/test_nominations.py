@@ -12,6 +12,7 @@ from api.core import Pod
 from scheduler.extender.cluster_writer import InMemoryClusterWriter, Nominated, Nomination
 from scheduler.extender.coordinator.members import gang_ref_of
 from scheduler.kube.errors import WriteError
+from scheduler.kube.nominations import Wanted
 from tests.extender_support import CLIQUE, Harness, bind_body, filter_body, gang, harness, node, pod, run
 
 
@@ -122,7 +123,7 @@ class _Held(InMemoryClusterWriter):
         self.held: list[tuple[Nomination, Nominated]] = []
         self.sent: list[Nomination] = []
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         for nomination in nominations:
             self.sent.append(nomination)
             self.held.append((nomination, done))
@@ -214,6 +215,49 @@ def test_nominate_off_plans_all_the_same_and_writes_nothing() -> None:
     h.settle()
     assert _plan(h, "default/train")
     assert h.writer.nominations == []
+
+
+class _Queued(InMemoryClusterWriter):
+    """Sends nominations only when told to, each asking ``wanted`` as its turn comes: a long queue of writes."""
+
+    def __init__(self, inner: InMemoryClusterWriter) -> None:
+        super().__init__(None)
+        self.inner = inner
+        self.queue: list[tuple[Nomination, Nominated, Wanted]] = []
+
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
+        self.queue.extend((nomination, done, wanted) for nomination in nominations)
+
+    def send_all(self) -> None:
+        queue, self.queue = self.queue, []
+        for nomination, done, wanted in queue:
+            self.inner.nominate([nomination], done, wanted=wanted)
+
+
+def test_a_queued_nomination_whose_pods_bind_arrived_meanwhile_is_not_sent() -> None:
+    """kube-scheduler popped the pod before its nomination's turn came: the write would change nothing it does."""
+    pods, pg = gang("train", workers=3, gpus=8)
+    h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], nominate=True, fake_time=True)
+    queued = _Queued(h.writer)
+    h.coordinator.nominator._writer = queued
+    h.settle()
+    plan = _plan(h, "default/train")
+    assert [n.key for n, _, _ in queued.queue] == [p.key for p in pods]
+    first = pods[0]
+
+    async def main() -> None:
+        async with h.client() as client:
+            waiting = asyncio.create_task(client.post("/bind", json=bind_body(first, plan[first.key])))
+            await h.clock.until_sleeping(1)
+            queued.send_all()
+            h.clock.advance(60)
+            await waiting
+
+    run(main)
+    assert h.writer.nominated_nodes() == {p.key: plan[p.key] for p in pods[1:]}
+    counted = h.coordinator.metrics.nominations
+    assert counted.labels("not_sent")._value.get() == 1 and counted.labels("written")._value.get() == 2
+    assert first.key not in h.coordinator.nominator.nominated()
 
 
 def _on(p: Pod, node_name: str) -> Pod:
@@ -323,11 +367,13 @@ def test_a_nomination_written_elsewhere_between_our_read_and_our_write_is_never_
     # kube-scheduler nominates a pod itself (a preemption of its own) after the nominator read the pod and before
     # its write lands: the write is conditional on the field still reading what we saw, so it fails and theirs stays.
     class Racing(InMemoryClusterWriter):
-        def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+        def nominate(
+            self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True
+        ) -> None:
             for nomination in nominations:
                 if nomination.name == "train-w0":
                     self.nominated_elsewhere(nomination.key, "n9")
-            super().nominate(nominations, done)
+            super().nominate(nominations, done, wanted=wanted)
 
     pods, pg = gang("train", workers=4, gpus=4)
     h = harness(nodes=_cluster(), pods=pods, podgangs=[pg], writer_type=Racing)
@@ -365,7 +411,7 @@ class _LosingClears(InMemoryClusterWriter):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.clears: list[Nomination] = []
 
-    def nominate(self, nominations: Sequence[Nomination], done: Nominated) -> None:
+    def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
         for nomination in nominations:
             if nomination.name == "train-w2" and not nomination.node:
                 self.clears.append(nomination)
@@ -456,3 +502,46 @@ def test_nominations_of_ours_are_what_our_field_manager_owns() -> None:
     assert not nominated_by_us(_nominated_by(member, "n1", "kube-scheduler"))
     assert not nominated_by_us(_nominated_by(member, "", "grove-extender")), "nothing left to answer for"
     assert not nominated_by_us(member)
+
+
+def test_a_gangs_nominations_are_written_in_the_order_its_pods_arrived() -> None:
+    """kube-scheduler pops the pods it has not tried in the order its informer added them: a large gang's
+    nominations go out in that order, so the pods it pops first find theirs written."""
+    pods, pg = gang("train", workers=12, gpus=2)
+    arrived = [pods[i] for i in (7, 0, 11, 3, 9, 1, 5, 10, 2, 8, 4, 6)]
+    assert [p.key for p in arrived] != sorted(p.key for p in arrived)
+    h = harness(nodes=_cluster(), pods=arrived, podgangs=[pg])
+    h.settle()
+    assert [n.key for n in h.writer.nominations] == [p.key for p in arrived]
+
+
+def test_pods_offered_before_their_podgang_existed_are_nominated_after_the_untried() -> None:
+    """A failed attempt queues the pod again behind every pod queued before it: those kube-scheduler offered
+    while their PodGang was missing come after the rest, in the order they were offered."""
+    pods, pg = gang("train", workers=6, gpus=2)
+    h = harness(nodes=_cluster(), pods=pods)
+    tried = [pods[4], pods[1]]
+
+    async def main() -> None:
+        async with h.client() as client:
+            for member in tried:
+                reply = (await client.post("/filter", json=filter_body(member, NAMES))).json()
+                assert "does not exist yet" in reply["Error"], reply
+
+    run(main)
+    h.store.apply("PodGang", "ADDED", pg)
+    h.settle()
+    untried = [p for p in pods if p not in tried]
+    assert [n.key for n in h.writer.nominations] == [p.key for p in untried + tried]
+
+
+def test_a_pod_made_again_under_its_name_is_queued_anew() -> None:
+    pods, _ = gang("train", workers=3, gpus=2)
+    h = harness(nodes=_cluster(), pods=pods)
+    first = pods[0]
+    again = first.model_copy(update={"metadata": first.metadata.model_copy(update={"uid": "another"})})
+    h.store.apply("Pod", "MODIFIED", pods[1])  # an update keeps its place
+    h.store.apply("Pod", "MODIFIED", again)
+    assert h.store.in_queue_order(p.key for p in reversed(pods)) == [pods[1].key, pods[2].key, first.key]
+    h.store.apply("Pod", "DELETED", pods[2])
+    assert h.store.in_queue_order([pods[2].key, first.key]) == [first.key, pods[2].key], "pods not held go last"
