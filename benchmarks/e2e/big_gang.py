@@ -13,20 +13,25 @@ from __future__ import annotations
 
 import argparse
 import ssl
+import threading
 import time
 import urllib.request
+from pathlib import Path
 
 from rich.progress import Progress
 
 from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.workload import Gang, create_gangs, podgang_manifest
+from benchmarks.e2e import pprof
 from benchmarks.e2e.counters import api_counters, by_label, counters, per_pod, short
 from benchmarks.e2e.phase import NAMESPACE, QPS
 from benchmarks.e2e.processes import thread_names
 from benchmarks.e2e.timeline import Timeline
 
 __all__ = ["run_big_gang"]
+
+PROFILE_SECONDS = 20.0
 
 
 def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) -> None:
@@ -50,6 +55,7 @@ def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) ->
     timeline = Timeline(bound=watch.count, metrics=plane.extender.metrics, pids=pids, extender_pid=pids["extender"])
     timeline.start()
     api_before = api_counters(plane)
+    profiling = _profile_scheduler(plane, Path(args.profile)) if args.profile else None
     plane.api.call("POST", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NAMESPACE}/podgangs",
                    podgang_manifest(gang, NAMESPACE))  # fmt: skip
     gang_at = time.monotonic()
@@ -82,7 +88,37 @@ def run_big_gang(plane: ControlPlane, args: argparse.Namespace, *, load: str) ->
     print(f"from the PodGang's creation, every {args.timeline:g} s (rates per second; CPU in cores):")
     for line in timeline.rows(since=gang_at, every=args.timeline, names=thread_names(pids["extender"])):
         print(" ", line)
+    if profiling is not None:
+        profiling.join(timeout=PROFILE_SECONDS + 30)
+        path = Path(args.profile) / "scheduler-big-gang.pb.gz"
+        if path.exists():
+            print(f"kube-scheduler's CPU over the first {PROFILE_SECONDS:g} s after the PodGang ({path}):")
+            print(pprof.summary(pprof.parse(path.read_bytes()), top=30))
     scheduler.stop()
+
+
+def _profile_scheduler(plane: ControlPlane, folder: Path) -> threading.Thread:
+    """kube-scheduler's CPU profile (its pprof endpoint) over the first ``PROFILE_SECONDS`` after the PodGang: what
+    each pod it pops costs it while the nominations are being written."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def run() -> None:
+        try:
+            data = pprof.fetch(_scheduler_url(plane), token=plane.server.admin_token, seconds=PROFILE_SECONDS)
+            (folder / "scheduler-big-gang.pb.gz").write_bytes(data)
+        except OSError as err:
+            print(f"bench --big-gang: no kube-scheduler profile: {err}")
+
+    thread = threading.Thread(target=run, name="pprof", daemon=True)
+    thread.start()
+    return thread
+
+
+def _scheduler_url(plane: ControlPlane) -> str:
+    assert plane.scheduler is not None
+    argv = [str(a) for a in plane.scheduler.process.args] if isinstance(plane.scheduler.process.args, list) else []
+    port = next(a.split("=", 1)[1] for a in argv if a.startswith("--secure-port="))
+    return f"https://127.0.0.1:{port}"
 
 
 def _filter_answers(plane: ControlPlane) -> dict[str, float]:
@@ -92,13 +128,10 @@ def _filter_answers(plane: ControlPlane) -> dict[str, float]:
 
 def _scheduler_metrics(plane: ControlPlane) -> str:
     """kube-scheduler's ``/metrics`` on its secure port (self-signed: not verified), as the cluster's admin."""
-    assert plane.scheduler is not None
-    argv = [str(a) for a in plane.scheduler.process.args] if isinstance(plane.scheduler.process.args, list) else []
-    port = next(a.split("=", 1)[1] for a in argv if a.startswith("--secure-port="))
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     request = urllib.request.Request(
-        f"https://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {plane.server.admin_token}"}
+        f"{_scheduler_url(plane)}/metrics", headers={"Authorization": f"Bearer {plane.server.admin_token}"}
     )
     try:
         with urllib.request.urlopen(request, timeout=30, context=context) as reply:
