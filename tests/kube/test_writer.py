@@ -400,3 +400,24 @@ def test_a_nomination_no_longer_wanted_when_its_turn_comes_is_not_sent(
     assert not isinstance(answers["w-11"], NotSent)  # sent (the fake then refuses the JSON patch: 415)
     assert fake.requests_to("PATCH", r"/pods/w-10/status") == []
     assert len(fake.requests_to("PATCH", r"/pods/w-11/status")) == 1
+
+
+def test_a_nomination_whose_wanted_test_fails_is_sent_and_answered(
+    fake: FakeApiServer, writer: KubeClusterWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers: list[WriteError | None] = []
+    done = threading.Event()
+
+    def answered(_: Nomination, error: WriteError | None) -> None:
+        answers.append(error)
+        done.set()
+
+    def broken(_: Nomination) -> bool:
+        raise RuntimeError("a bug in the caller's test")
+
+    with caplog.at_level(logging.ERROR):
+        writer.nominate([Nomination("default", "w-12", uid_of(fake, "w-12"), "gpu-0")], answered, wanted=broken)
+        assert done.wait(10.0), "answered all the same: the nominator holds the pod's next wish until it is"
+    assert len(fake.requests_to("PATCH", r"/pods/w-12/status")) == 1
+    assert not isinstance(answers[0], NotSent)
+    assert "send test failed" in caplog.text
