@@ -54,6 +54,7 @@ class Phase:
     extender_idle: float = 0.0  # CPU seconds per second, planned and waiting
     extender_io: tuple[int, int] = (0, 0)  # read and write system calls over the drive
     writes_by_thread: dict[str, float] = field(default_factory=dict)  # the writes, by thread name
+    perf: str = ""  # with --perf: the extender's busiest threads over the drive, by shared object (perf's samples)
     planning_seconds: float = 0.0  # planned ahead and nominated, before kube-scheduler starts
     startup_cpu: float = 0.0  # the extender's CPU seconds from its start until ready, before the queue exists
     planning_cpu: float = 0.0  # its CPU seconds from the queue's first create until planned and nominated

@@ -65,6 +65,8 @@ from benchmarks.e2e.big_gang import run_big_gang
 from benchmarks.e2e.counters import api_counters, by_label, extender_counters, per_pod
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
 from benchmarks.e2e.mix import USED, Mix, mix_workload
+from benchmarks.e2e.perf import PerfRecord
+from benchmarks.e2e.perf import summary as perf_summary
 from benchmarks.e2e.phase import NAMESPACE, PROFILE_SECONDS, QPS, Phase, Queue, Uniform
 from benchmarks.e2e.processes import (
     Sampler,
@@ -309,6 +311,7 @@ def through_extender(
     phase.extender_idle = (cpu_seconds(serve) - idle_from) / args.idle_seconds
     api_before, extender_before = api_counters(plane), extender_counters(plane)
     sampler = Sampler.start(serve, Path(args.profile) / f"extender-real{suffix}.txt") if args.profile else None
+    recorder = PerfRecord.start(serve, Path(args.perf) / f"extender-drive{suffix}.perf.data") if args.perf else None
     threads_before = thread_cpu(serve)
     io_before, writes_before = io_calls(serve), thread_writes(serve)
     cpu_before = _cpu(_processes(plane, None))
@@ -331,6 +334,9 @@ def through_extender(
     phase.extender_io = (io_after[0] - io_before[0], io_after[1] - io_before[1])
     if sampler is not None:
         sampler.stop()
+    if recorder is not None:
+        recorder.stop()
+        phase.perf = perf_summary(recorder.output, names)
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})

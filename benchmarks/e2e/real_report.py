@@ -80,6 +80,9 @@ def _extender_lines(through: Phase, args: argparse.Namespace) -> None:
     parts = sorted(through.by_thread.items(), key=lambda item: -item[1])
     print("extender CPU by thread, ms per bound pod: "
           + ", ".join(f"{name} {1000 * s / pods:.2f}" for name, s in parts if s > 0))  # fmt: skip
+    if through.perf:
+        print("extender CPU over the drive as the kernel counts it (perf, cpu-clock), by thread and shared object:\n"
+              + through.perf)  # fmt: skip
     reads, writes = through.extender_io
     print(f"extender read()/write() calls per bound pod (event loops' sockets and wake-ups, not the watches' "
           f"recv): reads {reads / pods:.2f}, writes {writes / pods:.2f} ("
