@@ -268,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
         "--perf", help="with --real: folder for perf's record of the extender during the drive (CPU by shared object)"
     )
     parser.add_argument(
+        "--cprofile",
+        help="with --real: folder for a cProfile of the extender's main thread during the drive (CPU by function)",
+    )
+    parser.add_argument(
         "--memory", type=float, metavar="SECONDS", help="no drive: serve's RSS after sync and SECONDS of streaming"
     )
     add_arguments(parser)

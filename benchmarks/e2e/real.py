@@ -44,6 +44,7 @@ ahead took: queue heads planned, the CP-SAT models they needed, the gangs' plans
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 import threading
 import time
@@ -60,7 +61,7 @@ from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import CLIQUE, gpu_nodes
 from benchmarks.controlplane.supervisor import Child
 from benchmarks.controlplane.workload import Gang
-from benchmarks.e2e import pprof
+from benchmarks.e2e import cprofile, pprof
 from benchmarks.e2e.big_gang import run_big_gang
 from benchmarks.e2e.counters import api_counters, by_label, extender_counters, per_pod
 from benchmarks.e2e.grove_flow import api_server_profile, flow_report, run_grove_flow
@@ -279,12 +280,14 @@ def through_extender(
              *(("--no-nominate",) if args.no_nominate else ()))  # fmt: skip
     # Started and ready before any pod or PodGang of the queue exists, as a cluster's extender is: its imports and
     # the listing of the nodes are paid once per process, not per pod, and are printed apart.
-    plane.start_extender(extra=flags)
+    suffix = "" if server == "builtin" else f"-{server}"
+    profiled = Path(args.cprofile) / f"extender-main{suffix}.prof" if args.cprofile else None
+    with cprofile.environment(profiled) if profiled else contextlib.nullcontext():
+        plane.start_extender(extra=flags)
     assert plane.extender is not None
     serve = plane.extender.child.pid
     phase.startup_cpu = cpu_seconds(serve)
     started_threads = thread_cpu(serve)
-    suffix = "" if server == "builtin" else f"-{server}"
     ahead = (
         Sampler.start(serve, Path(args.profile) / f"extender-ahead{suffix}.txt")
         if args.profile and not args.live
@@ -312,6 +315,8 @@ def through_extender(
     api_before, extender_before = api_counters(plane), extender_counters(plane)
     sampler = Sampler.start(serve, Path(args.profile) / f"extender-real{suffix}.txt") if args.profile else None
     recorder = PerfRecord.start(serve, Path(args.perf) / f"extender-drive{suffix}.perf.data") if args.perf else None
+    if profiled:
+        cprofile.start(serve)
     threads_before = thread_cpu(serve)
     io_before, writes_before = io_calls(serve), thread_writes(serve)
     cpu_before = _cpu(_processes(plane, None))
@@ -337,6 +342,8 @@ def through_extender(
     if recorder is not None:
         recorder.stop()
         phase.perf = perf_summary(recorder.output, names)
+    if profiled and cprofile.stop(serve, profiled):
+        phase.perf = "\n".join(part for part in (phase.perf, cprofile.summary(profiled, watch.count())) if part)
     phase.bound, phase.seconds = watch.count(), last - ready
     phase.cpu = {name: cpu_at_last[name] - cpu_before[name] for name in ("kube-apiserver", "etcd")}
     phase.cpu.update({"extender": extender_cpu, "kube-scheduler": scheduler_cpu})
