@@ -265,11 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["alone", "extender"], help="run one phase")
     parser.add_argument("--profile", help="folder for a py-spy profile of the extender during the drive")
     parser.add_argument(
-        "--perf", help="with --real: folder for perf's record of the extender during the drive (CPU by shared object)"
+        "--perf",
+        help="with --real: folder for perf's record of the extender during the drive or the flow (CPU by shared "
+        "object)",
     )
     parser.add_argument(
         "--cprofile",
-        help="with --real: folder for a cProfile of the extender's main thread during the drive (CPU by function)",
+        help="with --real: folder for a cProfile of the extender's main thread during the drive or the flow (CPU by "
+        "function)",
     )
     parser.add_argument(
         "--memory", type=float, metavar="SECONDS", help="no drive: serve's RSS after sync and SECONDS of streaming"

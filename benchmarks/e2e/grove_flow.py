@@ -26,6 +26,7 @@ flow (``python -m benchmarks.e2e.profile DIR/extender-flow.txt`` sums it by acti
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import threading
 import time
@@ -39,8 +40,10 @@ from benchmarks.controlplane.binds import BindTimes
 from benchmarks.controlplane.cluster import ControlPlane
 from benchmarks.controlplane.nodes import GPU
 from benchmarks.controlplane.supervisor import Child
-from benchmarks.e2e import pprof
+from benchmarks.e2e import cprofile, pprof
 from benchmarks.e2e.counters import Counters, api_counters, extender_counters, per_pod, short
+from benchmarks.e2e.perf import PerfRecord
+from benchmarks.e2e.perf import summary as perf_summary
 from benchmarks.e2e.phase import QPS
 from benchmarks.e2e.processes import Sampler, by_thread, cpu_seconds, ms_per_pod, thread_cpu, thread_names
 
@@ -78,6 +81,9 @@ class FlowPhase:
     api_counters: Counters = field(default_factory=dict)  # per PodCliqueSet
     by_thread: dict[str, dict[str, float]] = field(default_factory=dict)  # our process → thread name → CPU seconds
     extender_counters: Counters = field(default_factory=dict)  # per bound pod, from the first create to settled
+    extender_detail: str = (
+        ""  # with --perf or --cprofile: the extender's CPU by shared object, its main thread's by function
+    )
 
     @property
     def created_per_second(self) -> float:
@@ -126,8 +132,10 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     flags = ("--namespace", namespace, "--scheduler-name", scheduler_name, *shlex.split(args.reconcile_flags))
     reconciler = plane.start_reconciler(extra=flags, wait=True)
     scheduler: Child
+    profiled = Path(args.cprofile) / "extender-main-flow.prof" if args.cprofile and through_extender else None
     if through_extender:
-        plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
+        with cprofile.environment(profiled) if profiled else contextlib.nullcontext():
+            plane.start_extender(extra=("--log-level=warning", *(("--no-nominate",) if args.no_nominate else ())))
         scheduler = plane.start_scheduler(overrides=QPS)
     else:
         scheduler = plane.start_plain_scheduler(overrides=QPS)
@@ -146,6 +154,12 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
     if folder_for is not None:
         folder_for.mkdir(parents=True, exist_ok=True)
     samplers = [Sampler.start(pid, folder_for / f"{name}-flow.txt") for name, pid in ours.items()] if folder_for else []
+    extender = pids.get("extender")
+    recorder = (
+        PerfRecord.start(extender, Path(args.perf) / "extender-flow.perf.data") if args.perf and extender else None
+    )
+    if profiled and extender:
+        cprofile.start(extender)
     started = time.monotonic()
     _create(plane, namespace, names, pods=args.pods_per_gang, rate=args.rate)
     with Progress(transient=True) as progress:
@@ -162,6 +176,13 @@ def run_phase(plane: ControlPlane, args: argparse.Namespace, folder: Path, *, th
         sampler.stop()  # before the names: py-spy cannot dump a process another py-spy is sampling
     for name, pid in ours.items():
         phase.by_thread[name] = by_thread(threads_before[name], threads_after[name], thread_names(pid))
+    details = []
+    if recorder is not None and extender:
+        recorder.stop()
+        details.append(perf_summary(recorder.output, thread_names(extender)))
+    if profiled and extender and cprofile.stop(extender, profiled):
+        details.append(cprofile.summary(profiled, max(bound.count(), 1)))
+    phase.extender_detail = "\n".join(details)
     phase.api_counters = per_pod(api_before, api_counters(plane, watch_events=False), phase.sets, at_least=0.01)
     if through_extender:
         after = extender_counters(plane)
@@ -202,6 +223,10 @@ def flow_report(phases: list[FlowPhase], args: argparse.Namespace, *, load: str)
             parts = [(name, 1000 * seconds / pods) for name, seconds in threads.items() if seconds > 0]
             print(f"{process} CPU ms per bound pod by thread ({phase.mode}): "
                   + ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(parts, key=lambda item: -item[1])))  # fmt: skip
+    for phase in phases:
+        if phase.extender_detail:
+            print(f"extender CPU from the first PodCliqueSet to settled ({phase.mode}), perf's by shared object and "
+                  f"cProfile's main thread by function:\n{phase.extender_detail}")  # fmt: skip
     for phase in phases:
         if phase.extender_counters:
             found = phase.extender_counters.items()
