@@ -62,6 +62,7 @@ class Request:
     path: str
     body: bytes
     content_type: str = "application/json"
+    retry_throttled: bool = True  # send again after a 429's Retry-After (``THROTTLED_RETRIES`` times at most)
 
 
 def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
@@ -119,44 +120,27 @@ class ApiHttp:
         self._lock = threading.Lock()
         self._own: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes,
-        content_type: str = "application/json",
-        throttled_retries: int = THROTTLED_RETRIES,
-    ) -> Reply:
+    async def request(self, request: Request) -> Reply:
         """The request's answer (any status), on the running loop's connections; ``ApiUnreachable`` when none
-        came. A 429 with a ``Retry-After`` is sent again after it, ``throttled_retries`` times at most."""
+        came."""
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop) or await self._open(loop)
+        retries = THROTTLED_RETRIES if request.retry_throttled else 0
         attempt = 0
         while True:
-            fields = f"{self._fields}Content-Type: {content_type}\r\n{self._authorization()}"
-            answer = await pool.request(pool.head(method, path, headers=fields, length=len(body)), body)
-            if answer.status != 429 or answer.retry_after is None or attempt >= throttled_retries:
+            fields = f"{self._fields}Content-Type: {request.content_type}\r\n{self._authorization()}"
+            head = pool.head(request.method, request.path, headers=fields, length=len(request.body))
+            answer = await pool.request(head, request.body)
+            if answer.status != 429 or answer.retry_after is None or attempt >= retries:
                 return Reply(answer.status, answer.body)
             attempt += 1
-            log.debug("throttled path=%s retry_after=%s attempt=%d", path, answer.retry_after, attempt)
+            log.debug("throttled path=%s retry_after=%s attempt=%d", request.path, answer.retry_after, attempt)
             await asyncio.sleep(min(answer.retry_after, THROTTLED_WAIT_LIMIT))
 
-    def send(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes,
-        content_type: str = "application/json",
-        throttled_retries: int = THROTTLED_RETRIES,
-    ) -> Reply:
+    def send(self, request: Request) -> Reply:
         """``request`` for a thread without a loop (the background worker): blocks until the answer, which comes
         over this client's private loop (a daemon thread, started on first use)."""
-        coroutine = self.request(
-            method, path, body=body, content_type=content_type, throttled_retries=throttled_retries
-        )
-        return asyncio.run_coroutine_threadsafe(coroutine, self._own_loop()).result()
+        return asyncio.run_coroutine_threadsafe(self.request(request), self._own_loop()).result()
 
     def submit_each(
         self,
@@ -182,9 +166,7 @@ class ApiHttp:
             async with turn:
                 try:
                     if wanted(index, request):
-                        outcome = await self.request(
-                            request.method, request.path, body=request.body, content_type=request.content_type
-                        )
+                        outcome = await self.request(request)
                 except ApiUnreachable as err:
                     outcome = err
             try:

@@ -21,7 +21,7 @@ from kubernetes.client import ApiClient
 from api.grove import SCHEDULER_API_PATH, SCHEDULER_API_VERSION
 from scheduler.kube.connect import WRITE_TIMEOUT
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import THROTTLED_RETRIES, ApiHttp, ApiUnreachable, Reply, Request
+from scheduler.kube.http import ApiHttp, ApiUnreachable, Reply, Request
 from scheduler.kube.nominations import FIELD_MANAGER, Nominated, Nomination, NotSent, Wanted
 
 __all__ = ["KubeClusterWriter"]
@@ -124,26 +124,11 @@ class KubeClusterWriter:
         log.log(level, "write failed action=%r error=%r", action, str(error))
         raise error
 
-    def _send(
-        self,
-        action: str,
-        method: str,
-        path: str,
-        body: dict[str, Any],
-        content_type: str,
-        *,
-        throttled_retries: int = THROTTLED_RETRIES,
-    ) -> None:
+    def _send(self, action: str, request: Request) -> None:
         started = time.perf_counter()
         outcome: Reply | ApiUnreachable
         try:
-            outcome = self._http.send(
-                method,
-                path,
-                body=json.dumps(body).encode(),
-                content_type=content_type,
-                throttled_retries=throttled_retries,
-            )
+            outcome = self._http.send(request)
         except ApiUnreachable as err:
             outcome = err
         self._check(action, outcome, started)
@@ -161,9 +146,8 @@ class KubeClusterWriter:
         started = time.perf_counter()
         outcome: Reply | ApiUnreachable
         try:
-            outcome = await self._http.request(
-                "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=json.dumps(body).encode()
-            )
+            path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+            outcome = await self._http.request(Request("POST", path, json.dumps(body).encode()))
         except ApiUnreachable as err:
             outcome = err
         self._check(action, outcome, started)
@@ -171,13 +155,9 @@ class KubeClusterWriter:
     def patch_podgang_status(self, *, namespace: str, name: str, status: dict[str, Any]) -> None:
         # A merge patch replaces only the keys we send: Grove's own Initialized condition write is a separate patch,
         # and conditions are a list, so callers send the whole list they mean.
-        self._send(
-            f"updating status of PodGang {namespace}/{name}",
-            "PATCH",
-            f"{SCHEDULER_API_PATH}/namespaces/{namespace}/podgangs/{name}/status",
-            {"status": status},
-            _MERGE_PATCH,
-        )
+        path = f"{SCHEDULER_API_PATH}/namespaces/{namespace}/podgangs/{name}/status"
+        body = json.dumps({"status": status}).encode()
+        self._send(f"updating status of PodGang {namespace}/{name}", Request("PATCH", path, body, _MERGE_PATCH))
 
     def evict(self, *, namespace: str, name: str, uid: str, dry_run: bool = False) -> None:
         # The Eviction API rather than a DELETE: PodDisruptionBudgets are honoured (a budget that does not allow it
@@ -192,13 +172,11 @@ class KubeClusterWriter:
             "deleteOptions": options,
         }
         query = "?dryRun=All" if dry_run else ""
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction{query}"
         self._send(
             f"{'asking whether it may evict' if dry_run else 'evicting'} pod {namespace}/{name}",
-            "POST",
-            f"/api/v1/namespaces/{namespace}/pods/{name}/eviction{query}",
-            body,
-            "application/json",
-            throttled_retries=0,  # a budget's refusal is a 429 with a Retry-After: the evicter asks again itself
+            # A budget's refusal is a 429 with a Retry-After too: the evicter asks again on its own terms.
+            Request("POST", path, json.dumps(body).encode(), retry_throttled=False),
         )
 
     def nominate(self, nominations: Sequence[Nomination], done: Nominated, *, wanted: Wanted = lambda _: True) -> None:
@@ -272,10 +250,7 @@ class KubeClusterWriter:
             "lastTimestamp": now,
             "count": 1,
         }
+        path = f"/api/v1/namespaces/{namespace}/events"
         self._send(
-            f"recording event {reason} on {kind} {namespace}/{name}",
-            "POST",
-            f"/api/v1/namespaces/{namespace}/events",
-            event,
-            "application/json",
+            f"recording event {reason} on {kind} {namespace}/{name}", Request("POST", path, json.dumps(event).encode())
         )

@@ -24,7 +24,7 @@ from benchmarks.sim.fakeapi import PODGANGS, PODS, FakeApiServer, running
 from scheduler.cli.certs import issue
 from scheduler.kube.connect import load_api_client
 from scheduler.kube.errors import WriteError
-from scheduler.kube.http import THROTTLED_RETRIES, TOKEN_SECONDS, ApiHttp, ApiUnreachable
+from scheduler.kube.http import THROTTLED_RETRIES, TOKEN_SECONDS, ApiHttp, ApiUnreachable, Request
 from scheduler.kube.nominations import Nomination, NotSent
 from scheduler.kube.writer import KubeClusterWriter
 from tests.kube import objects as k
@@ -287,7 +287,7 @@ def test_a_refreshed_token_is_sent_once_the_last_one_is_old(fake: FakeApiServer,
     http = ApiHttp(configuration, timeout=(1.0, 1.0), pool_size=2, clock=lambda: now[0])
 
     def post() -> None:
-        reply = http.send("POST", "/api/v1/namespaces/default/pods/w-0/binding", body=b"{}")
+        reply = http.send(Request("POST", "/api/v1/namespaces/default/pods/w-0/binding", b"{}"))
         assert reply.status == 400  # not a Binding: only the headers matter here
 
     try:
@@ -320,10 +320,10 @@ def test_a_tokens_line_breaks_never_reach_the_wire(fake: FakeApiServer, api_clie
     now = [0.0]
     http = ApiHttp(configuration, timeout=(1.0, 1.0), pool_size=2, clock=lambda: now[0])
     try:
-        assert http.send("POST", "/api/v1/namespaces/default/pods/w-0/binding", body=b"{}").status == 400
+        assert http.send(Request("POST", "/api/v1/namespaces/default/pods/w-0/binding", b"{}")).status == 400
         now[0] = TOKEN_SECONDS + 1
         with pytest.raises(ApiUnreachable, match="bearer token has a line break"):
-            http.send("POST", "/api/v1/namespaces/default/pods/w-0/binding", body=b"{}")
+            http.send(Request("POST", "/api/v1/namespaces/default/pods/w-0/binding", b"{}"))
     finally:
         http.close()
     sent = [r.headers["authorization"] for r in fake.requests_to("POST", r"/binding$")]
